@@ -1,0 +1,187 @@
+#include "gpu/cpu/cpu_engine.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gpu/cpu/field_pass.h"
+#include "gpu/cpu/robot_steps.h"
+#include "gpu/field_pool.h"
+#include "gpu/model/field_init.h"
+#include "gpu/robot_params.h"
+
+namespace fieldbrain::cpu {
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "cpu";
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class CpuEngine final : public Engine {
+ public:
+  CpuEngine(const EngineConfig& config, std::unique_ptr<std::byte[], FreeDeleter> block)
+      : config_(config),
+        pool_(config.shape, config.max_robots, config.max_batch),
+        block_(std::move(block)),
+        threads_(config.threads > 0 ? config.threads : omp_get_max_threads()),
+        inputs_(config.max_batch),
+        outputs_(config.max_batch),
+        errors_(size_t(config.max_batch) * kMaxSensors),
+        explore_(config.max_batch),
+        partials_(size_t(config.max_batch) * config.shape.nx),
+        device_(CpuModelName()) {
+    scratch_.reserve(threads_);
+    for (int t = 0; t < threads_; ++t) scratch_.push_back(std::make_unique<SlabScratch>(config.shape));
+  }
+
+  std::string_view kind() const override { return "cpu"; }
+  std::string device_name() const override { return device_; }
+  const EngineConfig& config() const override { return config_; }
+  int64_t pool_bytes() const override { return pool_.bytes(); }
+  int brains_active() const override { return pool_.active(); }
+  std::span<BatchInputRow> inputs() override { return inputs_; }
+  std::span<const BatchOutputRow> outputs() const override { return outputs_; }
+  void set_timing_sink(StageTimingSink* sink) override { sink_ = sink; }
+
+  absl::StatusOr<int> CreateBrain(const BrainSpec& spec) override {
+    absl::StatusOr<RobotParams> params = MakeRobotParams(spec, config_.shape);
+    if (!params.ok()) return params.status();
+    absl::StatusOr<int> slot = pool_.Acquire();
+    if (!slot.ok()) return slot.status();
+    *Params(*slot) = *params;
+    *State(*slot) = RobotState{};
+    float* field = Field(pool_.current_buffer(*slot));
+    const int64_t n = config_.shape.floats();
+    const FieldShape shape = config_.shape;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) field[i] = model::initial_field_value(spec.seed, shape, i);
+    std::memset(Pattern(*slot), 0, pool_.pattern_bytes());
+    return *slot;
+  }
+
+  bool ReleaseBrain(int slot) override { return pool_.Release(slot); }
+
+  absl::Status RunBatch(int n) override {
+    if (n < 1 || n > config_.max_batch)
+      return absl::InvalidArgumentError(absl::StrCat("batch of ", n, " rows; this engine takes 1 to ", config_.max_batch));
+    std::span<const BatchInputRow> rows(inputs_.data(), size_t(n));
+    if (absl::Status s = pool_.ValidateBatch(rows); !s.ok()) return s;
+    const auto t0 = std::chrono::steady_clock::now();
+
+    for (int r = 0; r < n; ++r)
+      explore_[r] = OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, &errors_[size_t(r) * kMaxSensors]);
+
+    const auto t1 = std::chrono::steady_clock::now();
+    const int nx = config_.shape.nx;
+    std::memset(static_cast<void*>(partials_.data()), 0, sizeof(model::FieldSummary) * size_t(n) * nx);
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int job = 0; job < n * nx; ++job) {
+      const int r = job / nx, x = job % nx;
+      const int slot = rows[r].slot;
+      const SlabJob slab{&config_.shape,
+                         Params(slot),
+                         rows[r].sensors,
+                         &errors_[size_t(r) * kMaxSensors],
+                         Field(pool_.current_buffer(slot)),
+                         Pattern(slot),
+                         State(slot)->pattern_active != 0,
+                         Field(pool_.spare_buffer(r))};
+      EvolveSlab(slab, x, *scratch_[omp_get_thread_num()], partials_[size_t(job)]);
+    }
+    pool_.CommitBatch(rows);
+
+    const auto t2 = std::chrono::steady_clock::now();
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int r = 0; r < n; ++r) {
+      model::FieldSummary summary{};
+      for (int x = 0; x < nx; ++x) Accumulate(summary, partials_[size_t(r) * nx + x]);
+      CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary,
+                 &errors_[size_t(r) * kMaxSensors], explore_[r], rows[r].reward, outputs_[r]);
+    }
+    if (sink_) {
+      sink_->RecordStage(Stage::kPredict, std::chrono::duration<double>(t1 - t0).count(), n);
+      sink_->RecordStage(Stage::kEvolve, std::chrono::duration<double>(t2 - t1).count(), n);
+      sink_->RecordStage(Stage::kMotor, SecondsSince(t2), n);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<BrainSnapshot> Snapshot(int slot) override {
+    if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
+    BrainSnapshot s;
+    s.shape = config_.shape;
+    s.params = *Params(slot);
+    s.state = *State(slot);
+    const float* field = Field(pool_.current_buffer(slot));
+    s.field.assign(field, field + config_.shape.floats());
+    const float* pattern = Pattern(slot);
+    s.pattern.assign(pattern, pattern + size_t(config_.shape.memory()) * config_.shape.coarse_voxels());
+    return s;
+  }
+
+  absl::Status Restore(int slot, const BrainSnapshot& s) override {
+    if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
+    if (absl::Status st = CheckSnapshot(s, config_.shape); !st.ok()) return st;
+    *Params(slot) = s.params;
+    *State(slot) = s.state;
+    std::memcpy(Field(pool_.current_buffer(slot)), s.field.data(), s.field.size() * sizeof(float));
+    std::memcpy(Pattern(slot), s.pattern.data(), s.pattern.size() * sizeof(float));
+    return absl::OkStatus();
+  }
+
+ private:
+  static void Accumulate(model::FieldSummary& into, const model::FieldSummary& part) {
+    for (int g = 0; g < kContentGroups; ++g) {
+      for (int b = 0; b < kPoolBlocks; ++b) into.pool[g][b] += part.pool[g][b];
+      into.abs_sum[g] += part.abs_sum[g];
+      for (int a = 0; a < 3; ++a) into.ramp_sum[g][a] += part.ramp_sum[g][a];
+    }
+  }
+  float* Field(int buffer) { return reinterpret_cast<float*>(block_.get() + pool_.field_offset(buffer)); }
+  float* Pattern(int slot) { return reinterpret_cast<float*>(block_.get() + pool_.pattern_offset(slot)); }
+  RobotParams* Params(int slot) { return reinterpret_cast<RobotParams*>(block_.get() + pool_.params_offset(slot)); }
+  RobotState* State(int slot) { return reinterpret_cast<RobotState*>(block_.get() + pool_.state_offset(slot)); }
+
+  EngineConfig config_;
+  FieldPool pool_;
+  std::unique_ptr<std::byte[], FreeDeleter> block_;
+  int threads_;
+  std::vector<BatchInputRow> inputs_;
+  std::vector<BatchOutputRow> outputs_;
+  std::vector<float> errors_;
+  std::vector<float> explore_;
+  std::vector<model::FieldSummary> partials_;
+  std::vector<std::unique_ptr<SlabScratch>> scratch_;
+  std::string device_;
+  StageTimingSink* sink_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> MakeCpuEngine(const EngineConfig& config) {
+  const FieldPool layout(config.shape, config.max_robots, config.max_batch);
+  std::unique_ptr<std::byte[], FreeDeleter> block(static_cast<std::byte*>(std::aligned_alloc(256, size_t(layout.bytes()))));
+  if (!block)
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the brain pool of ", layout.bytes(), " bytes"));
+  return std::unique_ptr<Engine>(new CpuEngine(config, std::move(block)));
+}
+
+}  // namespace fieldbrain::cpu

@@ -1,0 +1,43 @@
+// The CPU engine's field pass (DESIGN.md section 4, steps 2-3 and the reduction of step 4), one
+// x-slab of one robot at a time: imprint + evolve F_t -> F_t+1, then the slab's share of the
+// FieldSummary. Slabs are independent, so the engine spreads (robot, slab) pairs over threads and
+// sums the slab partials in slab order: results do not depend on the thread count or the batch.
+#pragma once
+
+#include <vector>
+
+#include "gpu/model/readout.h"
+#include "gpu/model/robot_state.h"
+
+namespace fieldbrain::cpu {
+
+struct SlabJob {
+  const FieldShape* shape;
+  const RobotParams* params;
+  const float* sensors;  // s, sensor_count values
+  const float* errors;   // e = s - p
+  const float* field_in;
+  const float* pattern;  // coarse memory pattern, memory() x coarse_voxels()
+  bool pattern_active;   // false: the pattern is all zero and its term is skipped
+  float* field_out;
+};
+
+// Working memory of one thread for one slab, allocated once.
+class SlabScratch {
+ public:
+  explicit SlabScratch(const FieldShape& shape);
+
+ private:
+  friend void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
+  float* plane(int i) { return planes_.data() + size_t(i) * plane_; }
+  int plane_;
+  std::vector<float> planes_;  // per-voxel terms of one slab, ny * nz floats each
+  std::vector<float> row_;     // core values of one row
+  std::vector<float> imprint_; // imprint of one row
+  std::vector<int> near_;      // sensors near each column of the slab
+  std::vector<int> near_count_;
+};
+
+void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
+
+}  // namespace fieldbrain::cpu

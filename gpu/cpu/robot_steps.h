@@ -1,0 +1,22 @@
+// The per-robot steps of a cycle that sit around the field pass, in the order DESIGN.md section 4
+// gives them. The CPU engine calls these directly; the CUDA engine's readout kernels follow the
+// same order with the same per-element functions (gpu/model/readout.h).
+#pragma once
+
+#include "gpu/model/readout.h"
+#include "gpu/model/robot_state.h"
+
+namespace fieldbrain::cpu {
+
+// Step 1: e = s - p, err = mean |e|, confidence update. Writes e into `errors` (sensor_count
+// values) and returns the exploration x for this cycle.
+float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float* errors);
+
+// Steps 4-6 from the new field's summary: features phi_t, motors with exploration noise,
+// reward learning of Wm, prediction learning of Wp and the next prediction. Fills `out` and
+// advances the cycle count.
+void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
+                const model::FieldSummary& summary, const float* errors, float explore, float reward,
+                BatchOutputRow& out);
+
+}  // namespace fieldbrain::cpu

@@ -1,0 +1,148 @@
+// The per-voxel math of one field cycle (DESIGN.md section 4, steps 2 and 3). Both engines call
+// exactly these functions; they differ only in how they walk memory.
+//
+// Cross-channel terms (memory mean, group means, local activity) are read from F_t, the field
+// before this cycle, so a voxel's new value depends on F_t alone and the pass can run in any order.
+#pragma once
+
+#include <cmath>
+
+#include "gpu/model/fastmath.h"
+#include "gpu/model/field_shape.h"
+
+namespace fieldbrain::model {
+
+inline constexpr float kFieldBound = 1.5f;     // content and memory stay within +-1.5
+inline constexpr float kDynamicsBound = 5.0f;  // dynamics channels stay within +-5
+inline constexpr int kImprintRadius = 2;       // Chebyshev radius of a sensor's imprint
+inline constexpr float kInitialSpread = 0.05f; // start: content and memory ~ N(0, 0.05^2)
+
+FB_HD float clamp_abs(float v, float bound) { return fminf(fmaxf(v, -bound), bound); }
+
+// g = ceil(sqrt(n)), in integers.
+FB_HD int site_grid(int n) {
+  int g = 1;
+  while (g * g < n) ++g;
+  return g;
+}
+
+// Sensor i of n sits on a g x g grid in the plane z = Z/4.
+FB_HD void sensor_site(int i, int n, const FieldShape& s, int site[3]) {
+  const int g = site_grid(n);
+  site[0] = int(((i % g) + 0.5f) * s.nx / g);
+  site[1] = int(((i / g) + 0.5f) * s.ny / g);
+  site[2] = s.nz / 4;
+}
+
+// 0.8^d for the L1 distance d of a voxel from a sensor site.
+FB_HD float imprint_decay(int l1) {
+  float w = 1.0f;
+  for (int i = 0; i < l1; ++i) w *= 0.8f;
+  return w;
+}
+
+// Sensor i's share of the sensory field S (value s_i) or the error field E (value e_i) in content
+// channel ch at a voxel at L1 distance d from its site: w_i[ch] * value * 0.8^d. Engines sum the
+// shares in sensor order.
+FB_HD float imprint_share(float mix, float value, float decay) { return mix * value * decay; }
+
+// What the imprint adds to a content channel: 0.05 S + eta E.
+FB_HD float imprint_term(float s_field, float e_field, float eta) { return 0.05f * s_field + eta * e_field; }
+
+// 7-point Laplacian; callers pass clamped (replicated) neighbours at the borders.
+FB_HD float laplacian7(float c, float xm, float xp, float ym, float yp, float zm, float zp) {
+  return ((xm + xp) + (ym + yp) + (zm + zp)) - 6.0f * c;
+}
+
+// The per-voxel rates of channels with ch mod quarter == r, from the voxel's dynamics channels.
+// They depend on the voxel and r only, so engines compute them once per voxel, not per channel.
+// k = 0.05 + 0.1 sigmoid(D_diffusion), lam = 0.90 + 0.099 sigmoid(D_retention).
+FB_HD float diffusion_rate(float d_diffusion) { return 0.05f + 0.1f * fast_sigmoid(d_diffusion); }
+FB_HD float retention_rate(float d_retention) { return 0.90f + 0.099f * fast_sigmoid(d_retention); }
+// eta = 0.1 (0.5 + sigmoid(D_plasticity)): how strongly prediction error is written into content.
+FB_HD float plasticity_gain(float d_plasticity) { return 0.1f * (0.5f + fast_sigmoid(d_plasticity)); }
+// Memory-to-content coupling: 0.2 sigmoid(D_coupling) tanh(mean memory at v); the gain is 0.1 at
+// rest (D = 0), as DESIGN.md writes it, and the coupling channels can move it within (0, 0.2).
+FB_HD float memory_coupling(float d_coupling, float memory_mean) {
+  return 0.2f * fast_sigmoid(d_coupling) * fast_tanh(memory_mean);
+}
+
+// F' = 0.95 tanh(0.9 lam (F + k L)).
+FB_HD float evolve_core(float f, float lap, float lam, float k) {
+  return 0.95f * fast_tanh(0.9f * lam * (f + k * lap));
+}
+
+// Content: F' + 0.05 S + eta E + the memory coupling, kept within the field bound.
+FB_HD float content_next(float core, float imprint, float coupling) {
+  return clamp_abs(core + imprint + coupling, kFieldBound);
+}
+
+// Memory channel j: 0.9 F'_j + 0.05 mean(G_(j mod 4)) + 0.1 P_j.
+FB_HD float memory_next(float core, float group_mean, float pattern) {
+  return clamp_abs(0.9f * core + 0.05f * group_mean + 0.1f * pattern, kFieldBound);
+}
+
+// Local activity of the content channels that one dynamics channel governs (those with
+// ch mod quarter == r), at one voxel.
+struct LocalActivity {
+  float mean_abs = 0.0f;
+  float variance = 0.0f;
+  float sparsity = 0.0f;  // fraction with |F| < 0.1
+};
+
+FB_HD LocalActivity local_activity(float sum_abs, float sum, float sum_sq, float n_quiet, int n) {
+  const float inv = 1.0f / float(n);
+  const float mean = sum * inv;
+  return LocalActivity{sum_abs * inv, fmaxf(sum_sq * inv - mean * mean, 0.0f), n_quiet * inv};
+}
+
+FB_HD bool is_quiet(float f) { return fabsf(f) < 0.1f; }
+
+// Resting value of a dynamics quarter: retention starts (and rests) at 2, the others at 0.
+FB_HD float dynamics_rest(int quarter) { return quarter == 0 ? 2.0f : 0.0f; }
+
+// U for quarter q: the rest value moved by at most 0.3 by the local activity. Retention rises
+// where the voxel is quiet, diffusion rises with variance, coupling with activity, plasticity
+// with sparsity (quiet voxels learn faster).
+FB_HD float dynamics_target(int quarter, const LocalActivity& a) {
+  constexpr float kStrength = 0.3f;
+  switch (quarter) {
+    case 0: return dynamics_rest(0) + kStrength * fast_tanh(4.0f * (0.3f - a.mean_abs));
+    case 1: return kStrength * fast_tanh(8.0f * (a.variance - 0.05f));
+    case 2: return kStrength * fast_tanh(4.0f * (a.mean_abs - 0.2f));
+    default: return kStrength * fast_tanh(4.0f * (a.sparsity - 0.5f));
+  }
+}
+
+// D <- 0.95 D + 0.05 U, within +-5.
+FB_HD float dynamics_next(float d, float target) {
+  return clamp_abs(0.95f * d + 0.05f * target, kDynamicsBound);
+}
+
+// Trilinear sample at fine voxel (x, y, z) of one channel of the coarse pattern (pooled by 4 on
+// each axis; cell centres at 4i + 1.5).
+FB_HD float pattern_sample(const float* coarse, const FieldShape& s, int x, int y, int z) {
+  const int cx = s.nx / 4, cy = s.ny / 4, cz = s.nz / 4;
+  auto axis = [](int v, int n, int& i0, int& i1, float& w) {
+    float u = (float(v) + 0.5f) * 0.25f - 0.5f;
+    u = fminf(fmaxf(u, 0.0f), float(n - 1));
+    i0 = int(u);
+    i1 = i0 + 1 < n ? i0 + 1 : n - 1;
+    w = u - float(i0);
+  };
+  int x0, x1, y0, y1, z0, z1;
+  float wx, wy, wz;
+  axis(x, cx, x0, x1, wx);
+  axis(y, cy, y0, y1, wy);
+  axis(z, cz, z0, z1, wz);
+  auto at = [&](int i, int j, int k) { return coarse[(i * cy + j) * cz + k]; };
+  const float c00 = at(x0, y0, z0) + wz * (at(x0, y0, z1) - at(x0, y0, z0));
+  const float c01 = at(x0, y1, z0) + wz * (at(x0, y1, z1) - at(x0, y1, z0));
+  const float c10 = at(x1, y0, z0) + wz * (at(x1, y0, z1) - at(x1, y0, z0));
+  const float c11 = at(x1, y1, z0) + wz * (at(x1, y1, z1) - at(x1, y1, z0));
+  const float c0 = c00 + wy * (c01 - c00);
+  const float c1 = c10 + wy * (c11 - c10);
+  return c0 + wx * (c1 - c0);
+}
+
+}  // namespace fieldbrain::model

@@ -1,0 +1,57 @@
+#include "gpu/robot_params.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "gpu/model/field_math.h"
+#include "gpu/model/philox.h"
+
+namespace fieldbrain {
+
+absl::StatusOr<RobotParams> MakeRobotParams(const BrainSpec& spec, const FieldShape& shape) {
+  if (spec.sensor_count < 1 || spec.sensor_count > kMaxSensors)
+    return absl::InvalidArgumentError(
+        absl::StrCat("sensor_count ", spec.sensor_count, " outside 1..", kMaxSensors));
+  if (spec.motor_count < 1 || spec.motor_count > kMaxMotors)
+    return absl::InvalidArgumentError(
+        absl::StrCat("motor_count ", spec.motor_count, " outside 1..", kMaxMotors));
+  RobotParams p;
+  p.seed = spec.seed;
+  p.sensor_count = spec.sensor_count;
+  p.motor_count = spec.motor_count;
+  p.learn_motors = spec.learn_motors ? 1 : 0;
+  const int content = shape.content();
+  for (int i = 0; i < spec.sensor_count; ++i) {
+    model::sensor_site(i, spec.sensor_count, shape, p.site[i]);
+    double norm2 = 0.0;
+    for (int c = 0; c < content; ++c) {
+      p.mix[i][c] = model::normal_draw(spec.seed, model::Domain::kMixing, uint64_t(i), uint32_t(c));
+      norm2 += double(p.mix[i][c]) * p.mix[i][c];
+    }
+    const float inv = float(1.0 / std::sqrt(norm2));
+    for (int c = 0; c < content; ++c) p.mix[i][c] *= inv;
+  }
+  return p;
+}
+
+absl::Status CheckSnapshot(const BrainSnapshot& s, const FieldShape& shape) {
+  if (!(s.shape == shape))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot field is ", s.shape.channels, "x", s.shape.nx, "x", s.shape.ny, "x", s.shape.nz,
+        ", this engine's is ", shape.channels, "x", shape.nx, "x", shape.ny, "x", shape.nz));
+  if (int64_t(s.field.size()) != shape.floats() ||
+      int64_t(s.pattern.size()) != int64_t(shape.memory()) * shape.coarse_voxels())
+    return absl::InvalidArgumentError("snapshot field or pattern has the wrong number of values");
+  if (s.params.sensor_count < 1 || s.params.sensor_count > kMaxSensors || s.params.motor_count < 1 ||
+      s.params.motor_count > kMaxMotors)
+    return absl::InvalidArgumentError("snapshot sensor or motor count out of range");
+  for (int i = 0; i < s.params.sensor_count; ++i)
+    for (int a = 0; a < 3; ++a) {
+      const int n = a == 0 ? shape.nx : a == 1 ? shape.ny : shape.nz;
+      if (s.params.site[i][a] < 0 || s.params.site[i][a] >= n)
+        return absl::InvalidArgumentError("snapshot sensor site outside the field");
+    }
+  return absl::OkStatus();
+}
+
+}  // namespace fieldbrain

@@ -1,0 +1,17 @@
+// The fixed, seed-derived part of a brain, and the checks shared by both engines.
+#pragma once
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpu/engine.h"
+
+namespace fieldbrain {
+
+// Sensor sites and unit-norm Gaussian mixing vectors, from the seed alone (Philox, never a
+// process-salted hash), so a robot gets the same brain structure on every server and engine.
+absl::StatusOr<RobotParams> MakeRobotParams(const BrainSpec& spec, const FieldShape& shape);
+
+// Whether a snapshot can be restored into an engine of this shape.
+absl::Status CheckSnapshot(const BrainSnapshot& snapshot, const FieldShape& shape);
+
+}  // namespace fieldbrain

@@ -1,0 +1,29 @@
+// How an engine reports where a cycle's time goes, without depending on telemetry:
+// telemetry implements StageTimingSink, the engines call it.
+#pragma once
+
+namespace fieldbrain {
+
+enum class Stage { kImprint, kEvolve, kGradient, kMotor, kPredict, kMemory, kCount };
+
+inline const char* StageName(Stage s) {
+  switch (s) {
+    case Stage::kImprint: return "imprint";
+    case Stage::kEvolve: return "evolve";
+    case Stage::kGradient: return "gradient";
+    case Stage::kMotor: return "motor";
+    case Stage::kPredict: return "predict";
+    case Stage::kMemory: return "memory";
+    default: return "unknown";
+  }
+}
+
+class StageTimingSink {
+ public:
+  virtual ~StageTimingSink() = default;
+  // `seconds` of stage `s` for one batch of `batch_size` robots (CUDA events on GPU,
+  // steady clock on CPU).
+  virtual void RecordStage(Stage s, double seconds, int batch_size) = 0;
+};
+
+}  // namespace fieldbrain
