@@ -17,12 +17,92 @@ constexpr int kActAbs = 20, kActSum = 24, kActSq = 28, kActQuiet = 32, kNewGroup
 constexpr int kPlanes = 40;
 constexpr int kMaxNear = 32;  // sensors whose imprint reaches one column (at most 25 distinct)
 
+// The loops below are small functions with __restrict parameters: that is where GCC trusts
+// restrict, and it lets every one of them vectorise.
+
+void AccumulateActivity(const float* __restrict f, float* __restrict group, float* __restrict a_abs,
+                        float* __restrict a_sum, float* __restrict a_sq, float* __restrict a_quiet, int n) {
+  for (int v = 0; v < n; ++v) {
+    group[v] += f[v];
+    a_abs[v] += fabsf(f[v]);
+    a_sum[v] += f[v];
+    a_sq[v] += f[v] * f[v];
+    a_quiet[v] += model::is_quiet(f[v]) ? 1.0f : 0.0f;
+  }
+}
+
+void AddInto(const float* __restrict f, float* __restrict acc, int n) {
+  for (int v = 0; v < n; ++v) acc[v] += f[v];
+}
+
+void Scale(float* __restrict a, float k, int n) {
+  for (int v = 0; v < n; ++v) a[v] *= k;
+}
+
+void VoxelRates(const float* __restrict d_ret, const float* __restrict d_dif, const float* __restrict d_cou,
+                const float* __restrict d_pla, const float* __restrict mem_sum, float inv_mem,
+                float* __restrict lam, float* __restrict rate, float* __restrict eta, float* __restrict cou, int n) {
+  for (int v = 0; v < n; ++v) {
+    lam[v] = model::retention_rate(d_ret[v]);
+    rate[v] = model::diffusion_rate(d_dif[v]);
+    eta[v] = model::plasticity_gain(d_pla[v]);
+    cou[v] = model::memory_coupling(d_cou[v], mem_sum[v] * inv_mem);
+  }
+}
+
+// F' of one z-row. `c` points into a padded plane (one replicated voxel on each side of z, one
+// replicated row on each side of y, row pitch `pitch`), so the loop has no border cases and runs
+// at full vector width.
+void CoreRow(const float* __restrict c, int pitch, const float* __restrict xm, const float* __restrict xp,
+             const float* __restrict lam, const float* __restrict rate, float* __restrict core, int Z) {
+  for (int z = 0; z < Z; ++z)
+    core[z] = model::evolve_core(
+        c[z], model::laplacian7(c[z], xm[z], xp[z], c[z - pitch], c[z + pitch], c[z - 1], c[z + 1]), lam[z], rate[z]);
+}
+
+// Copies one channel's slab into a plane padded by one replicated voxel on every side.
+void PadPlane(const float* __restrict src, int Y, int Z, float* __restrict padded) {
+  const int pitch = Z + 2;
+  for (int y = 0; y < Y; ++y) {
+    float* row = padded + (y + 1) * pitch;
+    const float* in = src + y * Z;
+    row[0] = in[0];
+    for (int z = 0; z < Z; ++z) row[z + 1] = in[z];
+    row[Z + 1] = in[Z - 1];
+  }
+  for (int z = 0; z < pitch; ++z) {
+    padded[z] = padded[pitch + z];
+    padded[(Y + 1) * pitch + z] = padded[Y * pitch + z];
+  }
+}
+
+void ContentRow(const float* __restrict core, const float* __restrict imprint, const float* __restrict cou,
+                float* __restrict dst, int Z) {
+  for (int z = 0; z < Z; ++z) dst[z] = model::content_next(core[z], imprint[z], cou[z]);
+}
+
+void MemoryRow(const float* __restrict core, const float* __restrict group_mean, float* __restrict dst, int Z) {
+  for (int z = 0; z < Z; ++z) dst[z] = model::memory_next(core[z], group_mean[z], 0.0f);
+}
+
+// One dynamics channel of quarter Q over a slab; Q is a template argument so the quarter's
+// branch folds away and the loop vectorises.
+template <int Q>
+void DynamicsPlane(const float* __restrict f, const float* __restrict a_abs, const float* __restrict a_sum,
+                   const float* __restrict a_sq, const float* __restrict a_quiet, int per_r, float* __restrict dst,
+                   int n) {
+  for (int v = 0; v < n; ++v)
+    dst[v] = model::dynamics_next(
+        f[v], model::dynamics_target(Q, model::local_activity(a_abs[v], a_sum[v], a_sq[v], a_quiet[v], per_r)));
+}
+
 }  // namespace
 
 SlabScratch::SlabScratch(const FieldShape& shape)
     : plane_(shape.ny * shape.nz),
       planes_(size_t(kPlanes) * plane_),
       row_(shape.nz),
+      padded_(size_t(shape.ny + 2) * (shape.nz + 2)),
       imprint_(shape.nz),
       near_(size_t(shape.ny) * kMaxNear),
       near_count_(shape.ny) {}
@@ -33,54 +113,25 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
   const RobotParams& p = *job.params;
   const int Y = sh.ny, Z = sh.nz, YZ = Y * Z;
   const int content = sh.content(), memory = sh.memory(), gs = sh.group_size(), q = sh.quarter();
-  const float* __restrict F = job.field_in;
-  float* __restrict out = job.field_out;
+  const float* F = job.field_in;
+  float* out = job.field_out;
   auto slab = [&](const float* base, int c, int xx) { return base + sh.index(c, xx, 0, 0); };
   std::fill(s.planes_.begin(), s.planes_.end(), 0.0f);
 
   // Cross-channel terms of F_t at this slab: group means, memory mean, local activity per r.
   for (int ch = 0; ch < content; ++ch) {
-    const float* __restrict f = slab(F, ch, x);
-    float* __restrict gm = s.plane(kGroupMean + ch / gs);
     const int r = ch % q;
-    float* __restrict a_abs = s.plane(kActAbs + r);
-    float* __restrict a_sum = s.plane(kActSum + r);
-    float* __restrict a_sq = s.plane(kActSq + r);
-    float* __restrict a_quiet = s.plane(kActQuiet + r);
-    for (int v = 0; v < YZ; ++v) {
-      gm[v] += f[v];
-      a_abs[v] += fabsf(f[v]);
-      a_sum[v] += f[v];
-      a_sq[v] += f[v] * f[v];
-      a_quiet[v] += is_quiet(f[v]) ? 1.0f : 0.0f;
-    }
+    AccumulateActivity(slab(F, ch, x), s.plane(kGroupMean + ch / gs), s.plane(kActAbs + r), s.plane(kActSum + r),
+                       s.plane(kActSq + r), s.plane(kActQuiet + r), YZ);
   }
-  float* __restrict mem_mean = s.plane(kNewGroup);  // borrowed until the reduction below
-  for (int ch = content; ch < content + memory; ++ch) {
-    const float* __restrict f = slab(F, ch, x);
-    for (int v = 0; v < YZ; ++v) mem_mean[v] += f[v];
-  }
+  float* mem_sum = s.plane(kNewGroup);  // borrowed until the reduction below
+  for (int ch = content; ch < content + memory; ++ch) AddInto(slab(F, ch, x), mem_sum, YZ);
   const float inv_gs = 1.0f / float(gs), inv_mem = 1.0f / float(memory);
-  for (int g = 0; g < kContentGroups; ++g) {
-    float* __restrict gm = s.plane(kGroupMean + g);
-    for (int v = 0; v < YZ; ++v) gm[v] *= inv_gs;
-  }
-  for (int r = 0; r < q; ++r) {
-    const float* __restrict d_ret = slab(F, sh.dyn_channel(0, r), x);
-    const float* __restrict d_dif = slab(F, sh.dyn_channel(1, r), x);
-    const float* __restrict d_cou = slab(F, sh.dyn_channel(2, r), x);
-    const float* __restrict d_pla = slab(F, sh.dyn_channel(3, r), x);
-    float* __restrict lam = s.plane(kLam + r);
-    float* __restrict rate = s.plane(kRate + r);
-    float* __restrict eta = s.plane(kEta + r);
-    float* __restrict cou = s.plane(kCoupling + r);
-    for (int v = 0; v < YZ; ++v) {
-      lam[v] = retention_rate(d_ret[v]);
-      rate[v] = diffusion_rate(d_dif[v]);
-      eta[v] = plasticity_gain(d_pla[v]);
-      cou[v] = memory_coupling(d_cou[v], mem_mean[v] * inv_mem);
-    }
-  }
+  for (int g = 0; g < kContentGroups; ++g) Scale(s.plane(kGroupMean + g), inv_gs, YZ);
+  for (int r = 0; r < q; ++r)
+    VoxelRates(slab(F, sh.dyn_channel(0, r), x), slab(F, sh.dyn_channel(1, r), x), slab(F, sh.dyn_channel(2, r), x),
+               slab(F, sh.dyn_channel(3, r), x), mem_sum, inv_mem, s.plane(kLam + r), s.plane(kRate + r),
+               s.plane(kEta + r), s.plane(kCoupling + r), YZ);
 
   // Sensors whose imprint window reaches each column (x, y) of this slab, in sensor order.
   for (int y = 0; y < Y; ++y) {
@@ -93,30 +144,21 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
 
   // Content and memory channels.
   const int xm = std::max(x - 1, 0), xp = std::min(x + 1, sh.nx - 1);
-  float* __restrict core = s.row_.data();
-  float* __restrict imprint = s.imprint_.data();
+  float* core = s.row_.data();
+  float* imprint = s.imprint_.data();
   for (int ch = 0; ch < content + memory; ++ch) {
     const int r = ch % q;
-    const float* __restrict lam = s.plane(kLam + r);
-    const float* __restrict rate = s.plane(kRate + r);
-    const float* __restrict c_slab = slab(F, ch, x);
-    const float* __restrict xm_slab = slab(F, ch, xm);
-    const float* __restrict xp_slab = slab(F, ch, xp);
+    const float* lam = s.plane(kLam + r);
+    const float* rate = s.plane(kRate + r);
+    const float* xm_slab = slab(F, ch, xm);
+    const float* xp_slab = slab(F, ch, xp);
+    float* padded = s.padded_.data();
+    PadPlane(slab(F, ch, x), Y, Z, padded);
+    const int pitch = Z + 2;
     for (int y = 0; y < Y; ++y) {
       const int o = y * Z;
-      const float* __restrict c = c_slab + o;
-      const float* __restrict ym = c_slab + std::max(y - 1, 0) * Z;
-      const float* __restrict yp = c_slab + std::min(y + 1, Y - 1) * Z;
-      const float* __restrict xmr = xm_slab + o;
-      const float* __restrict xpr = xp_slab + o;
-      core[0] = evolve_core(c[0], laplacian7(c[0], xmr[0], xpr[0], ym[0], yp[0], c[0], c[1]), lam[o], rate[o]);
-      for (int z = 1; z < Z - 1; ++z)
-        core[z] = evolve_core(c[z], laplacian7(c[z], xmr[z], xpr[z], ym[z], yp[z], c[z - 1], c[z + 1]),
-                              lam[o + z], rate[o + z]);
-      core[Z - 1] = evolve_core(c[Z - 1],
-                                laplacian7(c[Z - 1], xmr[Z - 1], xpr[Z - 1], ym[Z - 1], yp[Z - 1], c[Z - 2], c[Z - 1]),
-                                lam[o + Z - 1], rate[o + Z - 1]);
-      float* __restrict dst = out + sh.index(ch, x, y, 0);
+      CoreRow(padded + (y + 1) * pitch + 1, pitch, xm_slab + o, xp_slab + o, lam + o, rate + o, core, Z);
+      float* dst = out + sh.index(ch, x, y, 0);
       if (ch < content) {
         std::fill(imprint, imprint + Z, 0.0f);
         const int* near = &s.near_[size_t(y) * kMaxNear];
@@ -134,16 +176,15 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
           }
           if (touched) imprint[z] = imprint_term(s_field, e_field, s.plane(kEta + r)[o + z]);
         }
-        const float* __restrict cou = s.plane(kCoupling + r) + o;
-        for (int z = 0; z < Z; ++z) dst[z] = content_next(core[z], imprint[z], cou[z]);
+        ContentRow(core, imprint, s.plane(kCoupling + r) + o, dst, Z);
       } else {
         const int j = ch - content;
-        const float* __restrict gm = s.plane(kGroupMean + j % kContentGroups) + o;
+        const float* gm = s.plane(kGroupMean + j % kContentGroups) + o;
         if (job.pattern_active) {
           const float* pat = job.pattern + size_t(j) * sh.coarse_voxels();
           for (int z = 0; z < Z; ++z) dst[z] = memory_next(core[z], gm[z], pattern_sample(pat, sh, x, y, z));
         } else {
-          for (int z = 0; z < Z; ++z) dst[z] = memory_next(core[z], gm[z], 0.0f);
+          MemoryRow(core, gm, dst, Z);
         }
       }
     }
@@ -152,27 +193,25 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
   // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
   const int per_r = content / q;
   for (int d = 0; d < sh.dynamics(); ++d) {
-    const int quarter = d / q, r = d % q;
-    const float* __restrict f = slab(F, sh.dynamics_begin() + d, x);
-    float* __restrict dst = out + sh.index(sh.dynamics_begin() + d, x, 0, 0);
-    const float* __restrict a_abs = s.plane(kActAbs + r);
-    const float* __restrict a_sum = s.plane(kActSum + r);
-    const float* __restrict a_sq = s.plane(kActSq + r);
-    const float* __restrict a_quiet = s.plane(kActQuiet + r);
-    for (int v = 0; v < YZ; ++v)
-      dst[v] = dynamics_next(f[v], dynamics_target(quarter, local_activity(a_abs[v], a_sum[v], a_sq[v], a_quiet[v], per_r)));
+    const int r = d % q;
+    const float* f = slab(F, sh.dynamics_begin() + d, x);
+    float* dst = out + sh.index(sh.dynamics_begin() + d, x, 0, 0);
+    const float *a_abs = s.plane(kActAbs + r), *a_sum = s.plane(kActSum + r), *a_sq = s.plane(kActSq + r),
+                *a_quiet = s.plane(kActQuiet + r);
+    switch (d / q) {
+      case 0: DynamicsPlane<0>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+      case 1: DynamicsPlane<1>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+      case 2: DynamicsPlane<2>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+      default: DynamicsPlane<3>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+    }
   }
 
   // This slab's share of the summary of F_t+1: A_g pooled, |A_g| and ramp-weighted sums.
   std::fill(s.plane(kNewGroup), s.plane(kNewGroup) + kContentGroups * YZ, 0.0f);
-  for (int ch = 0; ch < content; ++ch) {
-    const float* __restrict f = slab(out, ch, x);
-    float* __restrict a = s.plane(kNewGroup + ch / gs);
-    for (int v = 0; v < YZ; ++v) a[v] += f[v];
-  }
+  for (int ch = 0; ch < content; ++ch) AddInto(slab(out, ch, x), s.plane(kNewGroup + ch / gs), YZ);
   const float rx = ramp(x, sh.nx);
   for (int g = 0; g < kContentGroups; ++g) {
-    const float* __restrict a = s.plane(kNewGroup + g);
+    const float* a = s.plane(kNewGroup + g);
     float total = 0.0f, abs_total = 0.0f, ry_sum = 0.0f, rz_sum = 0.0f;
     for (int y = 0; y < Y; ++y) {
       const float ry = ramp(y, Y);

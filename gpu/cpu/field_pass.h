@@ -33,6 +33,7 @@ class SlabScratch {
   int plane_;
   std::vector<float> planes_;  // per-voxel terms of one slab, ny * nz floats each
   std::vector<float> row_;     // core values of one row
+  std::vector<float> padded_;  // one channel's slab with replicated borders
   std::vector<float> imprint_; // imprint of one row
   std::vector<int> near_;      // sensors near each column of the slab
   std::vector<int> near_count_;

@@ -3,19 +3,12 @@
 #include <cmath>
 
 #include "gpu/model/philox.h"
+#include "gpu/model/robot_cycle.h"
 
 namespace fieldbrain::cpu {
 
 float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float* errors) {
-  const int n = params.sensor_count;
-  float sum_abs = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    errors[i] = sensors[i] - state.prediction[i];
-    sum_abs += fabsf(errors[i]);
-  }
-  state.last_error = sum_abs / float(n);
-  state.confidence = model::confidence_next(state.confidence, state.last_error);
-  return model::exploration(state.confidence);
+  return model::open_cycle(params, state, sensors, errors);
 }
 
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,

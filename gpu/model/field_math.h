@@ -17,7 +17,7 @@ inline constexpr float kDynamicsBound = 5.0f;  // dynamics channels stay within 
 inline constexpr int kImprintRadius = 2;       // Chebyshev radius of a sensor's imprint
 inline constexpr float kInitialSpread = 0.05f; // start: content and memory ~ N(0, 0.05^2)
 
-FB_HD float clamp_abs(float v, float bound) { return fminf(fmaxf(v, -bound), bound); }
+FB_HD float clamp_abs(float v, float bound) { return clampf(v, -bound, bound); }
 
 // g = ceil(sqrt(n)), in integers.
 FB_HD int site_grid(int n) {
@@ -93,7 +93,8 @@ struct LocalActivity {
 FB_HD LocalActivity local_activity(float sum_abs, float sum, float sum_sq, float n_quiet, int n) {
   const float inv = 1.0f / float(n);
   const float mean = sum * inv;
-  return LocalActivity{sum_abs * inv, fmaxf(sum_sq * inv - mean * mean, 0.0f), n_quiet * inv};
+  const float variance = sum_sq * inv - mean * mean;
+  return LocalActivity{sum_abs * inv, variance > 0.0f ? variance : 0.0f, n_quiet * inv};
 }
 
 FB_HD bool is_quiet(float f) { return fabsf(f) < 0.1f; }

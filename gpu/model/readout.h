@@ -50,7 +50,7 @@ FB_HD float motor_value(float pull, float wm_dot_phi, float explore, float xi) {
 
 // Step 5: Wm += 0.5 adv elig_(t-1) (clipped), elig_t = (m_t - mbar) phi_t / sqrt(P).
 FB_HD float wm_next(float w, float advantage, float elig) {
-  return fminf(fmaxf(w + 0.5f * advantage * elig, -kWmBound), kWmBound);
+  return clampf(w + 0.5f * advantage * elig, -kWmBound, kWmBound);
 }
 FB_HD float elig_value(float motor, float motor_mean, float phi) {
   return (motor - motor_mean) * phi * kInvSqrtFeatures;
@@ -66,22 +66,35 @@ FB_HD float wp_next(float w, float e, float phi_prev, float inv_norm2) {
 FB_HD float inverse_norm2(float norm2) { return norm2 > 1e-6f ? 1.0f / norm2 : 0.0f; }
 FB_HD float prediction_value(float wp_dot_phi) { return fast_tanh(wp_dot_phi); }
 
+// The pieces of standardise_features, for engines that compute the P entries in parallel (one
+// thread per entry, the two sums as reductions): the pooled block mean before standardising,
+// the mean from the sum of those, 1 / std from the sum of squared deviations (0 when the field
+// is uniform), and the standardised entry.
+FB_HD float feature_raw(float pool_sum, const FieldShape& s) {
+  return pool_sum * (float(kPoolBlocks) / float(s.voxels()));
+}
+FB_HD float feature_mean(float raw_sum) { return raw_sum * (1.0f / float(kFeatures)); }
+FB_HD float feature_deviation2(float raw, float mean) { return (raw - mean) * (raw - mean); }
+FB_HD float feature_inv_std(float deviation2_sum) {
+  const float var = deviation2_sum * (1.0f / float(kFeatures));
+  return var > 1e-12f ? 1.0f / sqrtf(var) : 0.0f;
+}
+FB_HD float feature_standardised(float raw, float mean, float inv_std) { return (raw - mean) * inv_std; }
+
 // phi: each pooled block mean, standardised over all P entries (zero mean, unit std; all zero
-// when the field is uniform). Sums run in index order so both engines round alike.
+// when the field is uniform). Sums run in index order here; the CUDA engine sums by a fixed tree.
 FB_HD void standardise_features(const FieldSummary& sum, const FieldShape& s, float* phi) {
-  const float inv_block = float(kPoolBlocks) / float(s.voxels());
-  float mean = 0.0f;
+  float raw_sum = 0.0f;
   for (int g = 0; g < kContentGroups; ++g)
     for (int b = 0; b < kPoolBlocks; ++b) {
-      phi[g * kPoolBlocks + b] = sum.pool[g][b] * inv_block;
-      mean += phi[g * kPoolBlocks + b];
+      phi[g * kPoolBlocks + b] = feature_raw(sum.pool[g][b], s);
+      raw_sum += phi[g * kPoolBlocks + b];
     }
-  mean *= 1.0f / float(kFeatures);
-  float var = 0.0f;
-  for (int i = 0; i < kFeatures; ++i) var += (phi[i] - mean) * (phi[i] - mean);
-  var *= 1.0f / float(kFeatures);
-  const float inv_std = var > 1e-12f ? 1.0f / sqrtf(var) : 0.0f;
-  for (int i = 0; i < kFeatures; ++i) phi[i] = (phi[i] - mean) * inv_std;
+  const float mean = feature_mean(raw_sum);
+  float dev2_sum = 0.0f;
+  for (int i = 0; i < kFeatures; ++i) dev2_sum += feature_deviation2(phi[i], mean);
+  const float inv_std = feature_inv_std(dev2_sum);
+  for (int i = 0; i < kFeatures; ++i) phi[i] = feature_standardised(phi[i], mean, inv_std);
 }
 
 }  // namespace fieldbrain::model

@@ -1,0 +1,64 @@
+// The CPU engine's cycle: default (32^3 x 64) and small (16^3 x 32) field, batches of 1 and 16
+// robots, on one thread and on all cores. Reports time per batch and per robot-cycle, and the
+// field bytes moved per second (read F_t + write F_t+1, the same bytes model as the GPU target).
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "benchmark/benchmark.h"
+#include "gpu/engine.h"
+
+namespace fieldbrain {
+namespace {
+
+void BM_CpuCycle(benchmark::State& state) {
+  const FieldShape shape = state.range(0) ? FieldShape::Default() : FieldShape::Small();
+  const int robots = int(state.range(1));
+  EngineConfig config;
+  config.shape = shape;
+  config.max_robots = robots;
+  config.max_batch = robots;
+  config.threads = int(state.range(2));
+  auto engine = MakeEngine("cpu", config);
+  if (!engine.ok()) {
+    state.SkipWithError(std::string(engine.status().message()).c_str());
+    return;
+  }
+  Engine& e = **engine;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uni(-1, 1);
+  for (int r = 0; r < robots; ++r) {
+    const int slot = *e.CreateBrain(BrainSpec{uint64_t(r + 1), 12, 4, true});
+    e.inputs()[r].slot = slot;
+  }
+  for (auto _ : state) {
+    for (int r = 0; r < robots; ++r) {
+      for (int i = 0; i < 12; ++i) e.inputs()[r].sensors[i] = uni(rng);
+      e.inputs()[r].reward = uni(rng);
+    }
+    if (!e.RunBatch(robots).ok()) state.SkipWithError("RunBatch failed");
+    benchmark::DoNotOptimize(e.outputs()[0].motors[0]);
+  }
+  state.counters["robot_cycles_per_s"] = benchmark::Counter(double(robots), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["us_per_robot_cycle"] =
+      benchmark::Counter(1e6 / double(robots), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["field_bytes_per_s"] = benchmark::Counter(
+      2.0 * double(shape.floats()) * sizeof(float) * robots, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(shape.nx == 32 ? "default" : "small") + " field, " + std::to_string(robots) +
+                 " robots, " + (config.threads == 1 ? "1 thread" : "all cores"));
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  const int cores = int(std::thread::hardware_concurrency());
+  for (int field : {0, 1})
+    for (int robots : {1, 16})
+      for (int threads : {1, cores}) b->Args({field, robots, threads});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK(BM_CpuCycle)->Apply(Args);
+
+}  // namespace
+}  // namespace fieldbrain
+
+BENCHMARK_MAIN();

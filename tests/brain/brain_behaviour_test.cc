@@ -1,0 +1,199 @@
+// The behavioural properties of DESIGN.md section 4, with its numbers, on the CPU engine.
+// Brains run on the small field (16^3 x 32) unless a test says otherwise.
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/brain/brain_rig.h"
+
+namespace fieldbrain::testing {
+namespace {
+
+constexpr int kSensors = 12;
+constexpr int kMotors = 4;
+
+BrainSpec Spec(uint64_t seed, bool learn = true) { return BrainSpec{seed, kSensors, kMotors, learn}; }
+
+float Std(const std::vector<float>& v) {
+  const float mean = std::accumulate(v.begin(), v.end(), 0.0f) / float(v.size());
+  float ss = 0;
+  for (float x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / float(v.size()));
+}
+
+// A field rising along x in every content channel pulls motor 0 (group 0, axis x) forward.
+TEST(BrainBehaviour, FieldRisingAlongXDrivesMotorZeroForward) {
+  for (const FieldShape shape : {FieldShape::Small(), FieldShape::Default()}) {
+    for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
+      BrainRig rig(shape, 1);
+      const int b = rig.Add(Spec(seed));
+      BrainSnapshot snap = *rig.engine().Snapshot(rig.slot(b));
+      for (int c = 0; c < shape.content(); ++c)
+        for (int x = 0; x < shape.nx; ++x)
+          for (int y = 0; y < shape.ny; ++y)
+            for (int z = 0; z < shape.nz; ++z) snap.field[shape.index(c, x, y, z)] = float(x) / float(shape.nx);
+      ASSERT_TRUE(rig.engine().Restore(rig.slot(b), snap).ok());
+      const CycleOut out = rig.Step1(b, std::vector<float>(kSensors, 0.0f));
+      EXPECT_GT(out.motors[0], 0.1f) << "seed " << seed << " field " << shape.nx;
+    }
+  }
+}
+
+// Twenty identical inputs still give varied motors (exploration), and less so once the brain
+// predicts its input well and its confidence has risen.
+TEST(BrainBehaviour, RepeatedInputExploresLessAsConfidenceRises) {
+  BrainRig rig(FieldShape::Small(), 1);
+  const int b = rig.Add(Spec(7));
+  const std::vector<float> input = {0.3f, -0.2f, 0.5f, 0.1f, -0.6f, 0.4f, 0.0f, 0.2f, -0.1f, 0.7f, -0.3f, 0.25f};
+  auto motor_stds = [&](float* confidence) {
+    std::vector<std::vector<float>> per_motor(kMotors);
+    for (int t = 0; t < 20; ++t) {
+      const CycleOut out = rig.Step1(b, input);
+      for (int k = 0; k < kMotors; ++k) per_motor[k].push_back(out.motors[k]);
+      *confidence = out.confidence;
+    }
+    std::vector<float> stds;
+    for (auto& m : per_motor) stds.push_back(Std(m));
+    return stds;
+  };
+  float c_early = 0, c_late = 0;
+  const std::vector<float> early = motor_stds(&c_early);
+  for (int t = 0; t < 400; ++t) rig.Step1(b, input);
+  const std::vector<float> late = motor_stds(&c_late);
+  EXPECT_GT(c_late, c_early) << "confidence should rise on a predictable input";
+  std::printf("confidence %.3f -> %.3f\n", c_early, c_late);
+  for (int k = 0; k < kMotors; ++k) {
+    std::printf("motor %d std %.4f -> %.4f\n", k, early[k], late[k]);
+    EXPECT_GT(early[k], 0.01f) << "motor " << k;
+    EXPECT_LT(late[k], early[k]) << "motor " << k;
+  }
+}
+
+// Distinct stimuli give distinct outputs: mean L2 distance > 0.05 between 5-cycle mean motors.
+TEST(BrainBehaviour, DistinctStimuliGiveDistinctOutputs) {
+  std::vector<float> a(kSensors, 0.0f), reverse(kSensors, 0.0f), flat(kSensors, 0.1f);
+  std::fill(a.begin(), a.begin() + 6, 1.0f);
+  std::fill(reverse.begin() + 6, reverse.end(), 1.0f);
+  std::vector<std::vector<float>> means;
+  for (const auto& stimulus : {a, reverse, flat}) {
+    BrainRig rig(FieldShape::Small(), 1);
+    const int b = rig.Add(Spec(11));
+    std::vector<float> mean(kMotors, 0.0f);
+    for (int t = 0; t < 5; ++t) {
+      const CycleOut out = rig.Step1(b, stimulus);
+      for (int k = 0; k < kMotors; ++k) mean[k] += out.motors[k] / 5.0f;
+    }
+    means.push_back(mean);
+  }
+  float total = 0;
+  int pairs = 0;
+  for (size_t i = 0; i < means.size(); ++i)
+    for (size_t j = i + 1; j < means.size(); ++j, ++pairs) {
+      float d2 = 0;
+      for (int k = 0; k < kMotors; ++k) d2 += (means[i][k] - means[j][k]) * (means[i][k] - means[j][k]);
+      total += std::sqrt(d2);
+    }
+  EXPECT_GT(total / float(pairs), 0.05f);
+  std::printf("mean L2 distance between stimuli: %.4f\n", total / float(pairs));
+}
+
+// Over 10^5 cycles of random, constant, extreme and alternating input the field stays finite and
+// within its bounds, and under random input its activity keeps moving.
+TEST(BrainBehaviour, FieldStaysBoundedAndAliveOver100kCycles) {
+  constexpr int kCycles = 100000;
+  const FieldShape shape = FieldShape::Small();
+  BrainRig rig(shape, 4);
+  for (uint64_t seed = 21; seed < 25; ++seed) rig.Add(Spec(seed));
+  const std::vector<int> all = {0, 1, 2, 3};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<std::vector<float>> in(4, std::vector<float>(kSensors));
+  std::vector<float> activity;
+  float worst_content = 0, worst_dynamics = 0;
+  for (int t = 0; t < kCycles; ++t) {
+    for (float& v : in[0]) v = uni(rng);                          // random
+    std::fill(in[1].begin(), in[1].end(), 0.4f);                 // constant
+    std::fill(in[2].begin(), in[2].end(), t % 7 < 3 ? 1.0f : -1.0f);  // extreme
+    std::fill(in[3].begin(), in[3].end(), t % 2 ? 0.8f : -0.8f);  // alternating
+    const float reward = (t % 5 == 0) ? 1.0f : -1.0f;
+    const auto outs = rig.Step(all, in, {reward, reward, reward, reward});
+    for (const CycleOut& o : outs)
+      for (float m : o.motors) ASSERT_TRUE(std::isfinite(m) && std::fabs(m) <= 1.0f) << "cycle " << t;
+    if (t % 500 == 0 || t == kCycles - 1) {
+      for (int r = 0; r < 4; ++r) {
+        const BrainSnapshot s = *rig.engine().Snapshot(rig.slot(r));
+        for (int64_t i = 0; i < shape.floats(); ++i) {
+          ASSERT_TRUE(std::isfinite(s.field[i])) << "robot " << r << " cycle " << t;
+          const bool dynamics = i >= int64_t(shape.dynamics_begin()) * shape.voxels();
+          float& worst = dynamics ? worst_dynamics : worst_content;
+          worst = std::max(worst, std::fabs(s.field[i]));
+        }
+        if (r == 0 && t < 20000) activity.push_back(MeanAbsContent(s));
+      }
+    }
+  }
+  EXPECT_LE(worst_content, 1.5f);
+  EXPECT_LE(worst_dynamics, 5.0f);
+  EXPECT_GT(Std(activity), 1e-4f);
+}
+
+// The brain learns to predict a periodic sequence: its error over the last period of 500 cycles is
+// at most half of its error over the first period.
+TEST(BrainBehaviour, PredictionErrorHalvesOnAPeriodicSequence) {
+  BrainRig rig(FieldShape::Small(), 1);
+  const int b = rig.Add(Spec(31));
+  auto frame = [](int t) {
+    std::vector<float> s(kSensors);
+    for (int i = 0; i < kSensors; ++i) s[i] = 0.8f * std::sin(6.2831853f * (float(t % 8) / 8.0f + float(i) / kSensors));
+    return s;
+  };
+  float start = 0, end = 0;
+  for (int t = 0; t < 500; ++t) {
+    const float err = rig.Step1(b, frame(t)).error;
+    if (t < 8) start += err / 8.0f;
+    if (t >= 492) end += err / 8.0f;
+  }
+  EXPECT_LE(end, 0.5f * start) << "start " << start << " end " << end;
+  std::printf("prediction error: first period %.4f, last period %.4f\n", start, end);
+}
+
+// A contextual bandit: each cycle shows pattern A or -A; the reward (sent with the next frame)
+// is +1 when sign(motor 0) is the pattern's wanted sign, else -1. Returns the mean reward over
+// cycles 1300-1500.
+float BanditReward(bool learn, int assignment, uint64_t seed) {
+  BrainRig rig(FieldShape::Small(), 1);
+  const int b = rig.Add(Spec(seed, learn));
+  std::mt19937 rng(unsigned(seed) * 7919u);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<float> pattern(kSensors);
+  for (float& v : pattern) v = uni(rng);
+  std::bernoulli_distribution coin(0.5);
+  float reward = 0, late = 0;
+  for (int t = 0; t < 1500; ++t) {
+    const bool positive = coin(rng);
+    std::vector<float> s = pattern;
+    if (!positive)
+      for (float& v : s) v = -v;
+    const CycleOut out = rig.Step1(b, s, reward);
+    const float wanted = (positive == (assignment == 0)) ? 1.0f : -1.0f;
+    reward = (out.motors[0] > 0) == (wanted > 0) ? 1.0f : -1.0f;
+    if (t >= 1300) late += reward / 200.0f;
+  }
+  return late;
+}
+
+TEST(BrainBehaviour, ContextualBanditLearnsBothSignAssignments) {
+  const float a0 = BanditReward(true, 0, 41), a1 = BanditReward(true, 1, 41);
+  EXPECT_GT(a0, 0.3f);
+  EXPECT_GT(a1, 0.3f);
+  const float f0 = BanditReward(false, 0, 41), f1 = BanditReward(false, 1, 41);
+  EXPECT_LT(std::min(f0, f1), 0.2f) << "without learning one assignment must stay unsolved";
+  std::printf("bandit mean reward, cycles 1300-1500: learning %.3f / %.3f, frozen %.3f / %.3f\n", a0, a1, f0, f1);
+}
+
+}  // namespace
+}  // namespace fieldbrain::testing
