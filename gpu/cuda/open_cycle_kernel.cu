@@ -1,0 +1,28 @@
+// Step 1 of the cycle (DESIGN.md section 4): e = s - p, err, confidence, exploration, one thread
+// per batch row through model::open_cycle, the function the CPU engine calls too, so both get the
+// same bits. 64 rows at most per block; the batch's row count (device data) masks the rest.
+#include "gpu/cuda/launch.h"
+#include "gpu/model/robot_cycle.h"
+
+namespace fieldbrain::cuda {
+namespace {
+
+constexpr int kOpenThreads = 64;
+
+__global__ void __launch_bounds__(kOpenThreads) OpenCycleKernel(const CycleArgs a) {
+  const int row = blockIdx.x * kOpenThreads + threadIdx.x;
+  if (row >= *a.count) return;
+  const BatchInputRow& in = a.rows[row];
+  a.explore[row] = model::open_cycle(a.params[in.slot], a.states[in.slot], in.sensors,
+                                     a.errors + int64_t(row) * kMaxSensors);
+}
+
+}  // namespace
+
+cudaError_t LaunchOpenCycle(const CycleArgs& args, int rows, cudaStream_t stream) {
+  const int blocks = (rows + kOpenThreads - 1) / kOpenThreads;
+  OpenCycleKernel<<<blocks, kOpenThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace fieldbrain::cuda

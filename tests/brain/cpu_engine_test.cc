@@ -1,0 +1,160 @@
+// The CPU engine as an Engine: determinism, isolation between robots, snapshots, errors.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/brain/brain_rig.h"
+
+namespace fieldbrain::testing {
+namespace {
+
+std::vector<std::vector<float>> RandomFrames(int cycles, int sensors, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uni(-1, 1);
+  std::vector<std::vector<float>> frames(cycles, std::vector<float>(sensors));
+  for (auto& f : frames)
+    for (float& v : f) v = uni(rng);
+  return frames;
+}
+
+bool SameBits(const CycleOut& a, const CycleOut& b) {
+  return a.motors.size() == b.motors.size() &&
+         std::memcmp(a.motors.data(), b.motors.data(), a.motors.size() * sizeof(float)) == 0 &&
+         std::memcmp(a.prediction.data(), b.prediction.data(), a.prediction.size() * sizeof(float)) == 0 &&
+         std::memcmp(&a.confidence, &b.confidence, sizeof(float)) == 0;
+}
+
+// Same seed and same inputs give bit-identical outputs, whatever the thread count.
+TEST(CpuEngine, SameSeedSameInputsGiveIdenticalOutputs) {
+  const auto frames = RandomFrames(60, 12, 1);
+  BrainRig one(FieldShape::Small(), 1, 1), two(FieldShape::Small(), 1, 2), other(FieldShape::Small(), 1, 2);
+  one.Add(BrainSpec{42, 12, 4});
+  two.Add(BrainSpec{42, 12, 4});
+  other.Add(BrainSpec{43, 12, 4});
+  int differing = 0;
+  for (int t = 0; t < 60; ++t) {
+    const float reward = t % 3 ? 0.5f : -0.5f;
+    const CycleOut a = one.Step1(0, frames[t], reward), b = two.Step1(0, frames[t], reward);
+    ASSERT_TRUE(SameBits(a, b)) << "cycle " << t;
+    if (!SameBits(a, other.Step1(0, frames[t], reward))) ++differing;
+  }
+  EXPECT_EQ(differing, 60) << "another seed must give another brain";
+}
+
+// A robot's outputs are the same alone or in a batch, wherever it sits in the batch.
+TEST(CpuEngine, RobotOutputsDoNotDependOnTheBatch) {
+  const auto frames = RandomFrames(40, 12, 2);
+  BrainRig alone(FieldShape::Small(), 1), crowd(FieldShape::Small(), 4);
+  alone.Add(BrainSpec{9, 12, 4});
+  for (uint64_t seed : {100u, 101u, 9u, 102u}) crowd.Add(BrainSpec{seed, 12, 4});
+  const auto noise = RandomFrames(40, 12, 3);
+  for (int t = 0; t < 40; ++t) {
+    const CycleOut a = alone.Step1(0, frames[t], 0.1f);
+    // The crowd runs in a changing order, so robot 2 moves between batch rows.
+    const std::vector<int> order = t % 2 ? std::vector<int>{2, 0, 1, 3} : std::vector<int>{3, 1, 0, 2};
+    std::vector<std::vector<float>> in;
+    for (int w : order) in.push_back(w == 2 ? frames[t] : noise[(t + w) % 40]);
+    const auto outs = crowd.Step(order, in, {0.1f, 0.1f, 0.1f, 0.1f});
+    const size_t row = size_t(std::find(order.begin(), order.end(), 2) - order.begin());
+    ASSERT_TRUE(SameBits(a, outs[row])) << "cycle " << t;
+  }
+}
+
+TEST(CpuEngine, SnapshotAndRestoreResumeExactly) {
+  const auto frames = RandomFrames(20, 6, 4);
+  BrainRig rig(FieldShape::Small(), 2);
+  const int b = rig.Add(BrainSpec{5, 6, 3});
+  for (int t = 0; t < 10; ++t) rig.Step1(b, frames[t]);
+  const BrainSnapshot snap = *rig.engine().Snapshot(rig.slot(b));
+  EXPECT_EQ(snap.state.cycle, 10u);
+  std::vector<CycleOut> first;
+  for (int t = 10; t < 20; ++t) first.push_back(rig.Step1(b, frames[t], 0.3f));
+  ASSERT_TRUE(rig.engine().Restore(rig.slot(b), snap).ok());
+  for (int t = 10; t < 20; ++t) ASSERT_TRUE(SameBits(first[t - 10], rig.Step1(b, frames[t], 0.3f))) << t;
+
+  BrainSnapshot wrong = snap;
+  wrong.shape = FieldShape::Default();
+  EXPECT_EQ(rig.engine().Restore(rig.slot(b), wrong).code(), absl::StatusCode::kInvalidArgument);
+  wrong = snap;
+  wrong.field.pop_back();
+  EXPECT_EQ(rig.engine().Restore(rig.slot(b), wrong).code(), absl::StatusCode::kInvalidArgument);
+  wrong = snap;
+  wrong.params.site[0][2] = 99;
+  EXPECT_EQ(rig.engine().Restore(rig.slot(b), wrong).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CpuEngine, OutputsStayInRangeAndUnusedEntriesZero) {
+  BrainRig rig(FieldShape::Small(), 1);
+  const int b = rig.Add(BrainSpec{8, 5, 2});
+  const auto frames = RandomFrames(50, 5, 5);
+  for (int t = 0; t < 50; ++t) {
+    rig.Step1(b, frames[t], 1.0f);
+    const BatchOutputRow& o = rig.engine().outputs()[0];
+    for (int k = 0; k < kMaxMotors; ++k) {
+      if (k < 2) {
+        ASSERT_LE(std::fabs(o.motors[k]), 1.0f);
+      } else {
+        ASSERT_EQ(o.motors[k], 0.0f);
+      }
+    }
+    for (int i = 0; i < kMaxSensors; ++i) {
+      if (i < 5) {
+        ASSERT_LE(std::fabs(o.prediction[i]), 1.0f);
+      } else {
+        ASSERT_EQ(o.prediction[i], 0.0f);
+      }
+    }
+    ASSERT_EQ(o.cycle, uint64_t(t + 1));
+    ASSERT_GE(o.confidence, 0.0f);
+    ASSERT_LE(o.confidence, 1.0f);
+  }
+}
+
+TEST(CpuEngine, RejectsBadBrainsAndBadBatches) {
+  EngineConfig config;
+  config.shape = FieldShape::Small();
+  config.max_robots = 2;
+  config.max_batch = 2;
+  auto engine = MakeEngine("cpu", config);
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  EXPECT_EQ(e.CreateBrain(BrainSpec{1, 0, 4}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.CreateBrain(BrainSpec{1, kMaxSensors + 1, 4}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.CreateBrain(BrainSpec{1, 4, kMaxMotors + 1}).status().code(), absl::StatusCode::kInvalidArgument);
+  const int a = *e.CreateBrain(BrainSpec{1, 4, 2});
+  const int b = *e.CreateBrain(BrainSpec{2, 4, 2});
+  EXPECT_EQ(e.CreateBrain(BrainSpec{3, 4, 2}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(e.brains_active(), 2);
+  EXPECT_FALSE(e.RunBatch(0).ok());
+  EXPECT_FALSE(e.RunBatch(3).ok());
+  e.inputs()[0].slot = a;
+  e.inputs()[1].slot = a;
+  EXPECT_FALSE(e.RunBatch(2).ok()) << "one slot twice in a batch";
+  e.inputs()[1].slot = b;
+  EXPECT_TRUE(e.RunBatch(2).ok());
+  EXPECT_TRUE(e.ReleaseBrain(b));
+  EXPECT_FALSE(e.ReleaseBrain(b));
+  EXPECT_FALSE(e.RunBatch(2).ok()) << "a released slot";
+  EXPECT_EQ(e.Snapshot(b).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(MakeEngine("tpu", config).status().code(), absl::StatusCode::kInvalidArgument);
+  config.max_batch = 3;
+  EXPECT_EQ(MakeEngine("cpu", config).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CpuEngine, AutoPicksAnAvailableEngine) {
+  EngineConfig config;
+  config.shape = FieldShape::Small();
+  config.max_robots = 1;
+  config.max_batch = 1;
+  auto engine = MakeEngine("auto", config);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ((*engine)->kind(), CudaEngineAvailable() ? "cuda" : "cpu");
+  if (!CudaEngineAvailable()) {
+    EXPECT_EQ(MakeEngine("cuda", config).status().code(), absl::StatusCode::kUnavailable);
+  }
+}
+
+}  // namespace
+}  // namespace fieldbrain::testing

@@ -1,0 +1,172 @@
+// The shared host/device math, checked on the host against libm and known answers.
+#include <cmath>
+#include <vector>
+
+#include "gpu/model/field_init.h"
+#include "gpu/model/field_math.h"
+#include "gpu/model/philox.h"
+#include "gpu/model/readout.h"
+#include "gtest/gtest.h"
+
+namespace fieldbrain::model {
+namespace {
+
+TEST(FastMath, ExpTanhSigmoidMatchLibm) {
+  double worst_exp = 0, worst_tanh = 0, worst_sig = 0;
+  for (float x = -80.0f; x <= 80.0f; x += 0.0137f) {
+    worst_exp = std::max(worst_exp, std::fabs(fast_exp(x) - std::exp(double(x))) / std::exp(double(x)));
+    worst_tanh = std::max(worst_tanh, std::fabs(fast_tanh(x) - std::tanh(double(x))));
+    worst_sig = std::max(worst_sig, std::fabs(fast_sigmoid(x) - 1.0 / (1.0 + std::exp(-double(x)))));
+  }
+  EXPECT_LT(worst_exp, 3e-7);
+  EXPECT_LT(worst_tanh, 3e-7);
+  EXPECT_LT(worst_sig, 2e-7);
+  EXPECT_EQ(fast_tanh(0.0f), 0.0f);
+  EXPECT_EQ(fast_tanh(1e6f), 1.0f);
+  EXPECT_EQ(fast_tanh(-1e6f), -1.0f);
+}
+
+// Known-answer vectors of Philox4x32-10 from the Random123 distribution.
+TEST(Philox, MatchesKnownAnswers) {
+  Philox4 r = philox4x32_10(Philox4{{0, 0, 0, 0}}, 0, 0);
+  EXPECT_EQ(r.v[0], 0x6627e8d5u);
+  EXPECT_EQ(r.v[1], 0xe169c58du);
+  EXPECT_EQ(r.v[2], 0xbc57ac4cu);
+  EXPECT_EQ(r.v[3], 0x9b00dbd8u);
+  r = philox4x32_10(Philox4{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u);
+  EXPECT_EQ(r.v[0], 0xd16cfe09u);
+  EXPECT_EQ(r.v[1], 0x94fdccebu);
+  EXPECT_EQ(r.v[2], 0x5001e420u);
+  EXPECT_EQ(r.v[3], 0x24126ea1u);
+}
+
+TEST(Philox, NormalDrawsAreStandardNormal) {
+  constexpr int kN = 200000;
+  double sum = 0, sum_sq = 0;
+  for (int i = 0; i < kN; ++i) {
+    const double v = normal_draw(77, Domain::kMotorNoise, uint64_t(i / 4), uint32_t(i % 4));
+    ASSERT_TRUE(std::isfinite(v));
+    sum += v;
+    sum_sq += v * v;
+  }
+  const double mean = sum / kN, var = sum_sq / kN - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(std::sqrt(var), 1.0, 0.01);
+  EXPECT_NE(normal_draw(1, Domain::kMotorNoise, 5, 0), normal_draw(2, Domain::kMotorNoise, 5, 0));
+  EXPECT_NE(normal_draw(1, Domain::kMotorNoise, 5, 0), normal_draw(1, Domain::kField, 5, 0));
+}
+
+TEST(FieldMath, SensorSitesFollowTheGrid) {
+  const FieldShape s = FieldShape::Default();
+  int site[3];
+  sensor_site(0, 12, s, site);  // g = 4: cells of 8 voxels, centres at 4, 12, 20, 28
+  EXPECT_EQ(site[0], 4);
+  EXPECT_EQ(site[1], 4);
+  EXPECT_EQ(site[2], 8);
+  sensor_site(5, 12, s, site);
+  EXPECT_EQ(site[0], 12);
+  EXPECT_EQ(site[1], 12);
+  sensor_site(11, 12, s, site);
+  EXPECT_EQ(site[0], 28);
+  EXPECT_EQ(site[1], 20);
+  EXPECT_EQ(site_grid(1), 1);
+  EXPECT_EQ(site_grid(16), 4);
+  EXPECT_EQ(site_grid(17), 5);
+  EXPECT_FLOAT_EQ(imprint_decay(0), 1.0f);
+  EXPECT_FLOAT_EQ(imprint_decay(3), 0.512f);
+}
+
+TEST(FieldMath, EvolveFollowsTheFormula) {
+  EXPECT_EQ(evolve_core(0.0f, 0.0f, 0.95f, 0.1f), 0.0f);
+  EXPECT_NEAR(evolve_core(1.0f, 0.0f, 1.0f, 0.1f), 0.95 * std::tanh(0.9), 1e-6);
+  // k L pulls a peak toward its neighbours.
+  const float lap = laplacian7(1.0f, 0, 0, 0, 0, 0, 0);
+  EXPECT_EQ(lap, -6.0f);
+  EXPECT_NEAR(evolve_core(1.0f, lap, 1.0f, 0.1f), 0.95 * std::tanh(0.9 * (1.0 - 0.6)), 1e-6);
+  EXPECT_NEAR(retention_rate(2.0f), 0.90 + 0.099 / (1 + std::exp(-2.0)), 1e-6);
+  EXPECT_NEAR(diffusion_rate(0.0f), 0.1, 1e-6);
+  EXPECT_NEAR(plasticity_gain(0.0f), 0.1, 1e-6);
+  EXPECT_NEAR(memory_coupling(0.0f, 0.5f), 0.1 * std::tanh(0.5), 1e-6);
+  EXPECT_NEAR(imprint_term(1.0f, 1.0f, 0.1f), 0.15, 1e-6);
+}
+
+TEST(FieldMath, UpdatesStayWithinTheirBounds) {
+  for (float core : {-0.95f, 0.0f, 0.95f})
+    for (float imprint : {-5.0f, 0.0f, 5.0f})
+      for (float coupling : {-0.2f, 0.2f}) {
+        EXPECT_LE(std::fabs(content_next(core, imprint, coupling)), kFieldBound);
+        EXPECT_LE(std::fabs(memory_next(core, imprint, coupling)), kFieldBound);
+      }
+  for (int q = 0; q < 4; ++q)
+    for (float a : {0.0f, 0.3f, 1.5f}) {
+      const LocalActivity act{a, a * a, 1.0f - a / 1.5f};
+      EXPECT_LE(std::fabs(dynamics_target(q, act) - dynamics_rest(q)), 0.3f + 1e-6f);
+      EXPECT_LE(std::fabs(dynamics_next(5.0f, 20.0f)), kDynamicsBound);
+    }
+  const LocalActivity act = local_activity(4.0f, -2.0f, 3.0f, 1.0f, 8);
+  EXPECT_FLOAT_EQ(act.mean_abs, 0.5f);
+  EXPECT_FLOAT_EQ(act.variance, 3.0f / 8 - 0.25f * 0.25f);
+  EXPECT_FLOAT_EQ(act.sparsity, 0.125f);
+}
+
+TEST(FieldMath, PatternSampleInterpolatesTheCoarseGrid) {
+  const FieldShape s = FieldShape::Small();  // coarse 4^3
+  std::vector<float> coarse(s.coarse_voxels());
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 4; ++k) coarse[(i * 4 + j) * 4 + k] = float(i);  // rises along x
+  // Cell centres sit at fine 4i + 1.5: fine x = 5.5 would be i = 1, so x = 5 and 6 straddle it.
+  EXPECT_NEAR(pattern_sample(coarse.data(), s, 5, 3, 3), 0.875f, 1e-6);
+  EXPECT_NEAR(pattern_sample(coarse.data(), s, 6, 3, 3), 1.125f, 1e-6);
+  EXPECT_EQ(pattern_sample(coarse.data(), s, 0, 0, 0), 0.0f);
+  EXPECT_EQ(pattern_sample(coarse.data(), s, 15, 15, 15), 3.0f);
+}
+
+TEST(Readout, FeaturesAreStandardised) {
+  const FieldShape s = FieldShape::Small();
+  FieldSummary sum{};
+  for (int g = 0; g < kContentGroups; ++g)
+    for (int b = 0; b < kPoolBlocks; ++b) sum.pool[g][b] = float(g * 100 + b);
+  float phi[kFeatures];
+  standardise_features(sum, s, phi);
+  double mean = 0, sq = 0;
+  for (float v : phi) mean += v;
+  for (float v : phi) sq += v * v;
+  EXPECT_NEAR(mean / kFeatures, 0.0, 1e-5);
+  EXPECT_NEAR(sq / kFeatures, 1.0, 1e-4);
+  FieldSummary flat{};
+  standardise_features(flat, s, phi);
+  for (float v : phi) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Readout, LearningRulesFollowTheFormulas) {
+  EXPECT_FLOAT_EQ(confidence_next(0.5f, 0.0f), 0.55f);
+  EXPECT_FLOAT_EQ(confidence_next(0.5f, 2.0f), 0.45f);
+  EXPECT_FLOAT_EQ(exploration(1.0f), 0.05f);
+  EXPECT_FLOAT_EQ(exploration(0.0f), 0.5f);
+  EXPECT_FLOAT_EQ(field_pull(10.0f, 100.0f, 1000), 2.0f * 10.0f / 101.0f);
+  EXPECT_FLOAT_EQ(wm_next(9.9f, 1.0f, 1.0f), 10.0f);
+  EXPECT_FLOAT_EQ(wm_next(0.0f, -1.0f, 0.5f), -0.25f);
+  EXPECT_FLOAT_EQ(elig_value(0.5f, 0.1f, 2.0f), 0.4f * 2.0f / 16.0f);
+  EXPECT_FLOAT_EQ(wp_next(0.0f, 0.4f, 2.0f, 0.25f), 0.1f);
+  EXPECT_EQ(inverse_norm2(0.0f), 0.0f);
+  EXPECT_FLOAT_EQ(motor_value(0.0f, 0.0f, 0.5f, 0.0f), 0.0f);
+}
+
+TEST(FieldInit, StartStateFollowsTheDesign) {
+  const FieldShape s = FieldShape::Small();
+  double sum = 0, sq = 0;
+  const int64_t content = int64_t(s.content()) * s.voxels();
+  for (int64_t i = 0; i < content; ++i) {
+    const double v = initial_field_value(3, s, i);
+    sum += v;
+    sq += v * v;
+  }
+  EXPECT_NEAR(sum / content, 0.0, 0.002);
+  EXPECT_NEAR(std::sqrt(sq / content), 0.05, 0.002);
+  EXPECT_EQ(initial_field_value(3, s, int64_t(s.dynamics_begin()) * s.voxels()), 2.0f);  // retention
+  EXPECT_EQ(initial_field_value(3, s, s.floats() - 1), 0.0f);                           // plasticity
+}
+
+}  // namespace
+}  // namespace fieldbrain::model
