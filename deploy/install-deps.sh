@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libssl-dev libfftw3-dev
+  libabsl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev
 )
