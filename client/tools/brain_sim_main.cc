@@ -1,0 +1,209 @@
+// brain-sim: N simulated PiCar-X robots, each with its own BrainClient and thread, driving a brain
+// server at a fixed control rate. Prints one live line per second and a summary at the end (or on
+// SIGINT/SIGTERM). Exit status: 0 after a run, 1 when no robot could connect, 2 on bad flags.
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/brain_client.h"
+#include "client/picarx/picarx_adapter.h"
+#include "client/tools/sim_robot.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:50051", "brain server address");
+ABSL_FLAG(int, robots, 4, "simulated robots, one stream and one thread each");
+ABSL_FLAG(double, seconds, 30, "run time");
+ABSL_FLAG(double, hz, 50, "control rate per robot");
+ABSL_FLAG(double, deadline_ms, 20, "per-frame deadline; a later answer is a safe stop");
+ABSL_FLAG(uint64_t, seed, 1, "seeds the worlds and the brains (robot i uses seed + i)");
+ABSL_FLAG(bool, quiet, false, "no live lines, only the summary");
+ABSL_FLAG(double, connect_timeout_s, 5, "how long to wait for the robots' first Welcome");
+
+namespace {
+
+using fieldbrain::sim::RobotStats;
+using fieldbrain::sim::SimRobot;
+
+volatile std::sig_atomic_t g_signalled = 0;
+extern "C" void OnSignal(int) { g_signalled = 1; }
+
+std::string Ms(absl::Duration d) { return absl::StrFormat("%.3f ms", absl::ToDoubleMilliseconds(d)); }
+
+std::string CountsText(const std::map<std::string, uint64_t>& counts) {
+  if (counts.empty()) return "none";
+  return absl::StrJoin(counts, ", ", [](std::string* out, const auto& kv) {
+    absl::StrAppend(out, kv.first, " ", kv.second);
+  });
+}
+
+void PrintLive(double t, const RobotStats& w, double window_s) {
+  std::printf("[%6.1f s] %8.1f cycles/s  rtt p50 %s p99 %s  safe stops %llu  collisions %llu  "
+              "confidence %.3f\n",
+              t, w.cycles / window_s, Ms(w.round_trip.Percentile(0.5)).c_str(),
+              Ms(w.round_trip.Percentile(0.99)).c_str(),
+              static_cast<unsigned long long>(w.safe_stops),
+              static_cast<unsigned long long>(w.collisions),
+              w.confidence_n ? w.confidence_sum / w.confidence_n : 0.0);
+  std::fflush(stdout);
+}
+
+void PrintSummary(const std::string& target, const std::string& server, int connected,
+                  const std::vector<RobotStats>& per_robot, double seconds) {
+  RobotStats all;
+  for (const RobotStats& s : per_robot) all.Merge(s);
+  double rmin = 0, rmax = 0;
+  if (!per_robot.empty()) {
+    const auto [lo, hi] = std::minmax_element(
+        per_robot.begin(), per_robot.end(),
+        [](const RobotStats& a, const RobotStats& b) { return a.reward < b.reward; });
+    rmin = lo->reward;
+    rmax = hi->reward;
+  }
+  const double n = std::max<size_t>(per_robot.size(), 1);
+  const auto& rt = all.round_trip;
+  std::printf("\nbrain-sim summary\n");
+  std::printf("  target           %s%s\n", target.c_str(), server.c_str());
+  std::printf("  robots           %zu (%d connected at start)\n", per_robot.size(), connected);
+  std::printf("  duration         %.1f s\n", seconds);
+  std::printf("  cycles           %llu (%.1f cycles/s, %llu answered)\n",
+              static_cast<unsigned long long>(all.cycles), all.cycles / std::max(seconds, 1e-9),
+              static_cast<unsigned long long>(all.answered));
+  std::printf("  round trip       p50 %s  p90 %s  p99 %s  max %s\n",
+              Ms(rt.Percentile(0.5)).c_str(), Ms(rt.Percentile(0.9)).c_str(),
+              Ms(rt.Percentile(0.99)).c_str(), Ms(rt.max()).c_str());
+  std::printf("  safe stops       %llu (%.2f %%): %s\n",
+              static_cast<unsigned long long>(all.safe_stops),
+              all.cycles ? 100.0 * all.safe_stops / all.cycles : 0.0,
+              CountsText(all.stop_reasons).c_str());
+  std::printf("  reflex stops     %s\n", CountsText(all.reflexes).c_str());
+  std::printf("  collisions       %llu\n", static_cast<unsigned long long>(all.collisions));
+  std::printf("  reward / robot   mean %.2f  min %.2f  max %.2f\n", all.reward / n, rmin, rmax);
+  if (per_robot.size() <= 16) {
+    std::vector<std::string> each;
+    for (const RobotStats& s : per_robot) each.push_back(absl::StrFormat("%.2f", s.reward));
+    std::printf("                   [%s]\n", absl::StrJoin(each, " ").c_str());
+  }
+  std::printf("  mean confidence  %.3f\n",
+              all.confidence_n ? all.confidence_sum / all.confidence_n : 0.0);
+  std::printf("  distance driven  %.2f m total, %.2f m per robot\n", all.distance_m,
+              all.distance_m / n);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Drives a fieldbrain server with simulated PiCar-X robots.");
+  absl::ParseCommandLine(argc, argv);
+  const std::string target = absl::GetFlag(FLAGS_target);
+  const int robots = absl::GetFlag(FLAGS_robots);
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  const double hz = absl::GetFlag(FLAGS_hz);
+  const double deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const bool quiet = absl::GetFlag(FLAGS_quiet);
+  if (robots < 1 || seconds <= 0 || hz <= 0 || deadline_ms <= 0) {
+    std::fprintf(stderr, "brain-sim: need --robots >= 1 and positive --seconds, --hz, "
+                         "--deadline_ms\n");
+    return 2;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+
+  std::vector<std::unique_ptr<SimRobot>> fleet;
+  for (int i = 0; i < robots; ++i) {
+    fieldbrain::client::ClientOptions options;
+    options.target = target;
+    options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
+                                                      static_cast<float>(hz), true);
+    options.seed = seed + i;
+    auto client = fieldbrain::client::BrainClient::Create(std::move(options));
+    if (!client.ok()) {
+      std::fprintf(stderr, "brain-sim: %s\n", client.status().ToString().c_str());
+      return 2;
+    }
+    fleet.push_back(std::make_unique<SimRobot>(std::move(*client), seed + i, hz,
+                                               absl::Milliseconds(deadline_ms)));
+  }
+
+  // All robots connect in parallel; wait for them together, up to the connect timeout.
+  const absl::Time connect_end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s));
+  int connected = 0;
+  std::string last_error;
+  for (auto& robot : fleet) {
+    const absl::Status s =
+        robot->client().WaitConnected(std::max(connect_end - absl::Now(), absl::ZeroDuration()));
+    if (s.ok()) {
+      ++connected;
+    } else {
+      last_error = s.ToString();
+    }
+    if (g_signalled) break;
+  }
+  if (connected == 0) {
+    std::fprintf(stderr, "brain-sim: could not connect to %s: %s\n", target.c_str(),
+                 last_error.empty() ? "interrupted" : last_error.c_str());
+    return 1;
+  }
+  if (connected < robots) {
+    std::fprintf(stderr, "brain-sim: only %d of %d robots connected (%s); the others keep "
+                         "retrying and safe-stop meanwhile\n",
+                 connected, robots, last_error.c_str());
+  }
+  std::string server;
+  if (auto w = fleet.front()->client().welcome(); w.has_value()) {
+    server = absl::StrFormat(" (engine %s, field %ux%ux%ux%u)", w->engine(), w->field().channels(),
+                             w->field().x(), w->field().y(), w->field().z());
+  }
+
+  std::atomic<bool> stop{false};
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + absl::Seconds(seconds);
+  std::vector<std::thread> threads;
+  for (auto& robot : fleet) {
+    threads.emplace_back([&stop, end, r = robot.get()] { r->Run(stop, end); });
+  }
+
+  std::vector<RobotStats> totals(fleet.size());
+  const auto collect = [&](RobotStats& window) {
+    for (size_t i = 0; i < fleet.size(); ++i) {
+      RobotStats w = fleet[i]->TakeWindow();
+      totals[i].Merge(w);
+      window.Merge(w);
+    }
+  };
+  absl::Time last_report = start;
+  while (!g_signalled && absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(50));
+    const absl::Time now = absl::Now();
+    if (now - last_report < absl::Seconds(1)) continue;
+    RobotStats window;
+    collect(window);
+    if (!quiet) PrintLive(absl::ToDoubleSeconds(now - start), window,
+                          absl::ToDoubleSeconds(now - last_report));
+    last_report = now;
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  const double ran = absl::ToDoubleSeconds(absl::Now() - start);
+  RobotStats rest;
+  collect(rest);
+  if (g_signalled) std::printf("\nbrain-sim: stopped by signal\n");
+  PrintSummary(target, server, connected, totals, ran);
+  fleet.clear();  // closes every stream before exit
+  return 0;
+}
