@@ -1,0 +1,132 @@
+#include "telemetry/metrics.h"
+
+#include <sstream>
+
+#include "prometheus/text_serializer.h"
+
+namespace fieldbrain::telemetry {
+namespace {
+
+using prometheus::Histogram;
+
+// Latencies from 10 us (loopback floor) to 1 s (a badly overloaded server).
+Histogram::BucketBoundaries LatencyBuckets() {
+  return {10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3,
+          10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1.0};
+}
+
+// Stage times from 1 us (a small-field stage on a GPU) to 100 ms (a default field on one core).
+Histogram::BucketBoundaries StageBuckets() {
+  return {1e-6, 2.5e-6, 5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
+          1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3};
+}
+
+Histogram::BucketBoundaries BatchBuckets() { return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}; }
+
+}  // namespace
+
+const char* RejectReasonName(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kWrongSensorCount: return "wrong_sensor_count";
+    case RejectReason::kNonFinite: return "non_finite";
+    case RejectReason::kOutOfRange: return "out_of_range";
+    case RejectReason::kDeadlineExceeded: return "deadline_exceeded";
+    case RejectReason::kShuttingDown: return "shutting_down";
+    case RejectReason::kEngineError: return "engine_error";
+    default: return "unknown";
+  }
+}
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      cycle_duration_(prometheus::BuildHistogram()
+                          .Name("brain_cycle_duration_seconds")
+                          .Help("Time from a sensor frame's arrival to its motor frame being sent")
+                          .Register(*registry_)
+                          .Add({}, LatencyBuckets())),
+      batch_size_(prometheus::BuildHistogram()
+                      .Name("brain_batch_size")
+                      .Help("Robots per batched engine cycle")
+                      .Register(*registry_)
+                      .Add({}, BatchBuckets())),
+      queue_wait_(prometheus::BuildHistogram()
+                      .Name("brain_queue_wait_seconds")
+                      .Help("Time from a sensor frame's arrival to the start of its batch")
+                      .Register(*registry_)
+                      .Add({}, LatencyBuckets())),
+      cycles_total_(prometheus::BuildCounter()
+                        .Name("brain_cycles_total")
+                        .Help("Robot cycles run by the engine")
+                        .Register(*registry_)
+                        .Add({})),
+      superseded_(prometheus::BuildCounter()
+                      .Name("brain_frames_superseded_total")
+                      .Help("Frames answered SUPERSEDED because a newer frame of the robot arrived")
+                      .Register(*registry_)
+                      .Add({})),
+      sessions_active_(prometheus::BuildGauge()
+                           .Name("brain_sessions_active")
+                           .Help("Robots with a live Cycle stream")
+                           .Register(*registry_)
+                           .Add({})),
+      pool_bytes_(prometheus::BuildGauge()
+                      .Name("brain_pool_bytes")
+                      .Help("Bytes of the brain pool allocated at start")
+                      .Register(*registry_)
+                      .Add({})),
+      build_info_(prometheus::BuildGauge()
+                      .Name("brain_build_info")
+                      .Help("Always 1; labels name the version and the engine in use")
+                      .Register(*registry_)) {
+  auto& stages = prometheus::BuildHistogram()
+                     .Name("brain_stage_duration_seconds")
+                     .Help("Engine time per cycle stage for one batch")
+                     .Register(*registry_);
+  for (int s = 0; s < static_cast<int>(Stage::kCount); ++s) {
+    stage_duration_[s] = &stages.Add({{"stage", StageName(static_cast<Stage>(s))}}, StageBuckets());
+  }
+  auto& rejected = prometheus::BuildCounter()
+                       .Name("brain_frames_rejected_total")
+                       .Help("Frames answered with an error status and zero motors, by reason")
+                       .Register(*registry_);
+  for (int r = 0; r < static_cast<int>(RejectReason::kCount); ++r) {
+    rejected_[r] = &rejected.Add({{"reason", RejectReasonName(static_cast<RejectReason>(r))}});
+  }
+}
+
+void Metrics::SetBuildInfo(std::string_view version, std::string_view engine) {
+  build_info_.Add({{"version", std::string(version)}, {"engine", std::string(engine)}}).Set(1);
+}
+
+void Metrics::SetPoolBytes(int64_t bytes) { pool_bytes_.Set(static_cast<double>(bytes)); }
+
+void Metrics::RecordCycle(double seconds) { cycle_duration_.Observe(seconds); }
+
+void Metrics::RecordBatch(int size) {
+  batch_size_.Observe(size);
+  cycles_total_.Increment(size);
+}
+
+void Metrics::RecordQueueWait(double seconds) { queue_wait_.Observe(seconds); }
+
+void Metrics::RecordRejected(RejectReason reason) {
+  const int r = static_cast<int>(reason);
+  if (r >= 0 && r < static_cast<int>(RejectReason::kCount)) rejected_[r]->Increment();
+}
+
+void Metrics::RecordSuperseded() { superseded_.Increment(); }
+
+void Metrics::SetSessionsActive(int sessions) { sessions_active_.Set(sessions); }
+
+void Metrics::RecordStage(Stage stage, double seconds, int batch_size) {
+  const int s = static_cast<int>(stage);
+  if (s >= 0 && s < static_cast<int>(Stage::kCount)) stage_duration_[s]->Observe(seconds);
+}
+
+std::string Metrics::Scrape() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace fieldbrain::telemetry

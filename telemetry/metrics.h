@@ -1,0 +1,78 @@
+// The daemon's Prometheus metrics (DESIGN.md section 7), owned by one Metrics object.
+//
+// Every labelled child is created in the constructor, so recording on the hot path (engine thread,
+// gRPC threads) is a lookup in a fixed array plus an atomic or a short mutex inside prometheus-cpp:
+// no allocation. No metric carries a robot id (cardinality): they are fleet-wide.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gpu/stage_timing.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace fieldbrain::telemetry {
+
+// Why a frame was answered without running it (label `reason` of brain_frames_rejected_total).
+// Superseded frames are counted apart, in brain_frames_superseded_total.
+enum class RejectReason {
+  kWrongSensorCount,
+  kNonFinite,
+  kOutOfRange,
+  kDeadlineExceeded,
+  kShuttingDown,
+  kEngineError,
+  kCount
+};
+
+const char* RejectReasonName(RejectReason reason);
+
+class Metrics final : public StageTimingSink {
+ public:
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+  // Once at startup: brain_build_info{version,engine} = 1, brain_pool_bytes.
+  void SetBuildInfo(std::string_view version, std::string_view engine);
+  void SetPoolBytes(int64_t bytes);
+
+  // Frame received -> motors handed to gRPC, for frames the brain ran.
+  void RecordCycle(double seconds);
+  // One batch: its size and the cycles it ran.
+  void RecordBatch(int size);
+  // Frame received -> its batch started.
+  void RecordQueueWait(double seconds);
+  void RecordRejected(RejectReason reason);
+  void RecordSuperseded();
+  void SetSessionsActive(int sessions);
+
+  // StageTimingSink: the engine's per-stage time for one batch.
+  void RecordStage(Stage stage, double seconds, int batch_size) override;
+
+  // The text exposition format of everything registered (what /metrics serves).
+  std::string Scrape() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Histogram& cycle_duration_;
+  std::array<prometheus::Histogram*, static_cast<int>(Stage::kCount)> stage_duration_{};
+  prometheus::Histogram& batch_size_;
+  prometheus::Histogram& queue_wait_;
+  prometheus::Counter& cycles_total_;
+  std::array<prometheus::Counter*, static_cast<int>(RejectReason::kCount)> rejected_{};
+  prometheus::Counter& superseded_;
+  prometheus::Gauge& sessions_active_;
+  prometheus::Gauge& pool_bytes_;
+  prometheus::Family<prometheus::Gauge>& build_info_;
+};
+
+}  // namespace fieldbrain::telemetry
