@@ -1,0 +1,363 @@
+#include "server/batch_scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/log.h"
+
+namespace fieldbrain::server {
+namespace {
+
+constexpr char kSupersededDetail[] = "a newer frame of this robot arrived first";
+constexpr char kDeadlineDetail[] = "the frame's deadline passed before the brain ran it";
+constexpr char kShuttingDownDetail[] = "the server is shutting down";
+constexpr char kReleasedDetail[] = "the robot's brain was released";
+constexpr char kNoBrainDetail[] = "no brain slot for this stream";
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchScheduler>> BatchScheduler::Start(
+    SchedulerOptions options, telemetry::Metrics* metrics) {
+  if (options.engine.max_robots < 1 || options.engine.max_batch < 1 ||
+      options.engine.max_batch > options.engine.max_robots) {
+    return absl::InvalidArgumentError("scheduler needs 1 <= max_batch <= max_robots");
+  }
+  auto scheduler = absl::WrapUnique(new BatchScheduler(std::move(options), metrics));
+  absl::Notification started;
+  absl::Status status;
+  scheduler->thread_ = std::thread(&BatchScheduler::Run, scheduler.get(), &started, &status);
+  started.WaitForNotification();
+  if (!status.ok()) return status;  // the thread has ended; the destructor joins it
+  return scheduler;
+}
+
+BatchScheduler::BatchScheduler(SchedulerOptions options, telemetry::Metrics* metrics)
+    : options_(std::move(options)), metrics_(metrics) {
+  const int slots = options_.engine.max_robots;
+  const int batch = options_.engine.max_batch;
+  cycles_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(slots));
+  pending_.resize(static_cast<size_t>(slots));
+  // Commands come one per Hello or stream end; room for a burst of every slot twice.
+  commands_.reserve(static_cast<size_t>(2 * slots + 8));
+  commands_work_.reserve(static_cast<size_t>(2 * slots + 8));
+  batch_.resize(static_cast<size_t>(batch));
+  not_run_.reserve(static_cast<size_t>(slots));
+  batch_slots_.resize(static_cast<size_t>(batch));
+}
+
+BatchScheduler::~BatchScheduler() { Stop(); }
+
+void BatchScheduler::CreateBrain(const BrainSpec& spec, CreateDone done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!drained_ && !stopped_) {
+      commands_.push_back(Command{-1, spec, std::move(done)});
+      return;
+    }
+  }
+  std::move(done)(absl::UnavailableError(kShuttingDownDetail));
+}
+
+void BatchScheduler::ReleaseBrain(int slot) {
+  absl::MutexLock lock(&mu_);
+  if (stopped_ || slot < 0 || slot >= facts_.max_robots) return;  // stopped: all are freed
+  commands_.push_back(Command{slot, {}, nullptr});
+}
+
+void BatchScheduler::Submit(int slot, FrameSink* sink, const QueuedFrame& frame) {
+  InFlight superseded;
+  bool refused = false;
+  bool bad_slot = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (slot < 0 || slot >= facts_.max_robots) {
+      bad_slot = true;
+    } else if (drained_ || stopped_) {
+      refused = true;
+    } else {
+      Pending& p = pending_[slot];
+      if (p.occupied) {
+        superseded = InFlight{p.sink, p.seq, slot, p.arrival};
+      } else {
+        p.occupied = true;
+        ++pending_count_;
+      }
+      p.sink = sink;
+      p.seq = frame.seq;
+      p.reward = frame.reward;
+      p.deadline_us = frame.deadline_us;
+      p.arrival = frame.arrival;
+      const size_t n = std::min(frame.values.size(), static_cast<size_t>(kMaxSensors));
+      std::copy_n(frame.values.begin(), n, p.values);
+      std::fill(p.values + n, p.values + kMaxSensors, 0.0f);
+    }
+  }
+  const InFlight self{sink, frame.seq, slot, frame.arrival};
+  if (bad_slot) {
+    FrameAnswer a;
+    a.seq = frame.seq;
+    a.status = brain::v1::FRAME_STATUS_UNSPECIFIED;
+    a.detail = kNoBrainDetail;
+    a.arrival = frame.arrival;
+    sink->Deliver(a);
+  } else if (refused) {
+    if (metrics_ != nullptr) metrics_->RecordRejected(telemetry::RejectReason::kShuttingDown);
+    AnswerNotRun(self, brain::v1::SHUTTING_DOWN, kShuttingDownDetail);
+  } else if (superseded.sink != nullptr) {
+    if (metrics_ != nullptr) metrics_->RecordSuperseded();
+    AnswerNotRun(superseded, brain::v1::SUPERSEDED, kSupersededDetail);
+  }
+}
+
+void BatchScheduler::Drain() {
+  absl::MutexLock lock(&mu_);
+  if (stopped_) return;
+  drain_requested_ = true;
+  mu_.Await(absl::Condition(this, &BatchScheduler::DrainedLocked));
+}
+
+void BatchScheduler::Stop() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    stop_requested_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t BatchScheduler::brain_cycle(int slot) const {
+  if (slot < 0 || slot >= options_.engine.max_robots) return 0;
+  return cycles_[slot].load(std::memory_order_relaxed);
+}
+
+int BatchScheduler::pending() const {
+  absl::MutexLock lock(&mu_);
+  return pending_count_;
+}
+
+bool BatchScheduler::HasWorkLocked() const {
+  return pending_count_ > 0 || !commands_.empty() || (drain_requested_ && !drained_) ||
+         stop_requested_;
+}
+
+bool BatchScheduler::BatchDueLocked() const {
+  return pending_count_ >= facts_.max_batch || !commands_.empty() || drain_requested_ ||
+         stop_requested_;
+}
+
+bool BatchScheduler::DrainedLocked() const { return drained_ || stopped_; }
+
+void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      MakeEngine(options_.engine_kind, options_.engine);
+  if (!engine.ok()) {
+    *start_status = engine.status();
+    {
+      absl::MutexLock lock(&mu_);
+      stopped_ = true;
+    }
+    started->Notify();
+    return;
+  }
+  engine_ = *std::move(engine);
+  engine_->set_timing_sink(metrics_);
+  {
+    absl::MutexLock lock(&mu_);  // Submit reads max_robots under the lock
+    facts_ = EngineFacts{std::string(engine_->kind()), engine_->device_name(),
+                         engine_->config().shape, engine_->pool_bytes(),
+                         engine_->config().max_robots, engine_->config().max_batch};
+  }
+  started->Notify();
+
+  for (;;) {
+    bool stop = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &BatchScheduler::HasWorkLocked));
+      commands_work_.swap(commands_);
+    }
+    RunCommands();
+    {
+      absl::MutexLock lock(&mu_);
+      if (drain_requested_ || stop_requested_) {
+        DrainPendingLocked(&not_run_);
+        drained_ = true;
+        stop = stop_requested_;
+      }
+    }
+    for (const InFlight& f : not_run_) {
+      if (metrics_ != nullptr) metrics_->RecordRejected(telemetry::RejectReason::kShuttingDown);
+      AnswerNotRun(f, brain::v1::SHUTTING_DOWN, kShuttingDownDetail);
+    }
+    not_run_.clear();
+    if (stop) break;
+    if (const int n = GatherBatch(); n > 0) RunAndDeliver(n);
+  }
+
+  {
+    absl::MutexLock lock(&mu_);
+    commands_work_.swap(commands_);
+  }
+  RunCommands();  // creates are refused now (drained_), releases still run
+  engine_.reset();
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+}
+
+void BatchScheduler::RunCommands() {
+  for (Command& c : commands_work_) {
+    if (c.release_slot >= 0) {
+      const int slot = c.release_slot;
+      {
+        absl::MutexLock lock(&mu_);
+        Pending& p = pending_[slot];
+        if (p.occupied) {  // the old owner's frame must never run on a later owner's brain
+          p.occupied = false;
+          --pending_count_;
+          not_run_.push_back(InFlight{p.sink, p.seq, slot, p.arrival});
+        }
+      }
+      if (engine_->ReleaseBrain(slot)) {
+        releases_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        double_releases_.fetch_add(1, std::memory_order_relaxed);
+        LogError("brain slot ", slot, " released twice");
+      }
+      cycles_[slot].store(0, std::memory_order_relaxed);
+      continue;
+    }
+    bool refuse = false;
+    {
+      absl::MutexLock lock(&mu_);
+      refuse = drained_;
+    }
+    absl::StatusOr<int> slot =
+        refuse ? absl::StatusOr<int>(absl::UnavailableError(kShuttingDownDetail))
+               : engine_->CreateBrain(c.spec);
+    if (slot.ok()) cycles_[*slot].store(0, std::memory_order_relaxed);
+    std::move(c.done)(std::move(slot));
+  }
+  commands_work_.clear();
+  for (const InFlight& f : not_run_) AnswerNotRun(f, brain::v1::SHUTTING_DOWN, kReleasedDetail);
+  not_run_.clear();
+}
+
+int BatchScheduler::GatherBatch() {
+  const int max_batch = facts_.max_batch;
+  const int slots = facts_.max_robots;
+  int n = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (pending_count_ == 0) {
+      window_open_ = false;
+      return 0;
+    }
+    if (!window_open_) {  // the window starts with the first pending frame of a round
+      window_open_ = true;
+      window_end_ = absl::Now() + absl::FromChrono(options_.batch_window);
+    }
+    if (options_.batch_window.count() > 0 && pending_count_ < max_batch) {
+      mu_.AwaitWithDeadline(absl::Condition(this, &BatchScheduler::BatchDueLocked), window_end_);
+    }
+    // Commands first (a release must drop its slot's frame); the window keeps its end.
+    if (!commands_.empty()) return 0;
+    if (drain_requested_ || stop_requested_) return 0;  // the loop answers them SHUTTING_DOWN
+    window_open_ = false;
+    const Clock::time_point now = Clock::now();
+    std::span<BatchInputRow> inputs = engine_->inputs();
+    int s = next_slot_;
+    for (int scanned = 0; scanned < slots && n < max_batch; ++scanned) {
+      Pending& p = pending_[s];
+      const int slot = s;
+      s = s + 1 == slots ? 0 : s + 1;
+      if (!p.occupied) continue;
+      p.occupied = false;
+      --pending_count_;
+      const InFlight f{p.sink, p.seq, slot, p.arrival};
+      if (p.deadline_us != 0 && now - p.arrival > std::chrono::microseconds(p.deadline_us)) {
+        not_run_.push_back(f);
+        continue;
+      }
+      BatchInputRow& row = inputs[n];
+      row.slot = slot;
+      row.reward = p.reward;
+      std::copy(std::begin(p.values), std::end(p.values), row.sensors);
+      batch_[n++] = f;
+    }
+    next_slot_ = s;  // whoever did not fit goes first next round
+  }
+  for (const InFlight& f : not_run_) {
+    if (metrics_ != nullptr) metrics_->RecordRejected(telemetry::RejectReason::kDeadlineExceeded);
+    AnswerNotRun(f, brain::v1::DEADLINE_EXCEEDED, kDeadlineDetail);
+  }
+  not_run_.clear();
+  return n;
+}
+
+void BatchScheduler::RunAndDeliver(int n) {
+  const Clock::time_point start = Clock::now();
+  if (metrics_ != nullptr) {
+    for (int i = 0; i < n; ++i) metrics_->RecordQueueWait(Seconds(start - batch_[i].arrival));
+  }
+  if (absl::Status status = engine_->RunBatch(n); !status.ok()) {
+    LogError("engine RunBatch(", n, ") failed: ", status.ToString());
+    for (int i = 0; i < n; ++i) {
+      if (metrics_ != nullptr) metrics_->RecordRejected(telemetry::RejectReason::kEngineError);
+      AnswerNotRun(batch_[i], brain::v1::FRAME_STATUS_UNSPECIFIED,
+                   std::string_view(status.message().data(), status.message().size()));
+    }
+    return;
+  }
+  batches_run_.fetch_add(1, std::memory_order_relaxed);
+  cycles_total_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->RecordBatch(n);
+  std::span<const BatchOutputRow> outputs = engine_->outputs();
+  for (int i = 0; i < n; ++i) {
+    cycles_[batch_[i].slot].store(outputs[i].cycle, std::memory_order_relaxed);
+  }
+  if (options_.batch_observer) {
+    for (int i = 0; i < n; ++i) batch_slots_[i] = batch_[i].slot;
+    options_.batch_observer(std::span<const int32_t>(batch_slots_.data(), static_cast<size_t>(n)));
+  }
+  for (int i = 0; i < n; ++i) {
+    const BatchOutputRow& out = outputs[i];
+    FrameAnswer a;
+    a.seq = batch_[i].seq;
+    a.status = brain::v1::OK;
+    a.motors = std::span<const float>(out.motors, kMaxMotors);
+    a.confidence = out.confidence;
+    a.prediction_error = out.error;
+    a.cycle = out.cycle;
+    a.arrival = batch_[i].arrival;
+    batch_[i].sink->Deliver(a);
+  }
+}
+
+void BatchScheduler::AnswerNotRun(const InFlight& f, brain::v1::FrameStatus status,
+                                  std::string_view detail) {
+  FrameAnswer a;
+  a.seq = f.seq;
+  a.status = status;
+  a.detail = detail;
+  a.cycle = brain_cycle(f.slot);
+  a.arrival = f.arrival;
+  f.sink->Deliver(a);
+}
+
+void BatchScheduler::DrainPendingLocked(std::vector<InFlight>* out) {
+  for (int s = 0; s < facts_.max_robots && pending_count_ > 0; ++s) {
+    Pending& p = pending_[s];
+    if (!p.occupied) continue;
+    p.occupied = false;
+    --pending_count_;
+    out->push_back(InFlight{p.sink, p.seq, s, p.arrival});
+  }
+}
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,170 @@
+// BatchScheduler: the one engine thread. Nothing else touches the Engine: it is made, driven and
+// destroyed on this thread (gRPC threads never compute and never touch the GPU).
+//
+// Other threads talk to it through a mutex-protected inbox: brain create/release commands (run in
+// the order they were sent) and frames (one pending frame per slot: latest frame wins, the older
+// one is answered SUPERSEDED at once on the submitting thread). Each round the engine thread
+// takes the newest pending frame of every robot that has one, waits up to batch_window for more
+// (or until max_batch are pending), answers frames whose relative deadline passed with
+// DEADLINE_EXCEEDED (not run), copies the rest straight into the engine's input rows, runs
+// RunBatch(n) and delivers each output row to its stream.
+//
+// Steady state allocates nothing on the engine thread: the pending table and batch scratch are
+// sized at start. (The streams' Deliver hands each answer to gRPC, which serializes it.)
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gpu/engine.h"
+#include "server/frame_sink.h"
+#include "telemetry/metrics.h"
+
+namespace fieldbrain::server {
+
+struct SchedulerOptions {
+  std::string engine_kind = "auto";  // for MakeEngine
+  EngineConfig engine;
+  std::chrono::microseconds batch_window{200};
+  // Test hook, run on the engine thread with the slots of each batch just run (nullable).
+  std::function<void(std::span<const int32_t> slots)> batch_observer;
+};
+
+// Facts about the engine, fixed once it is made.
+struct EngineFacts {
+  std::string kind;
+  std::string device;
+  FieldShape shape;
+  int64_t pool_bytes = 0;
+  int max_robots = 0;
+  int max_batch = 0;
+};
+
+// A frame as handed to Submit; values are copied before Submit returns.
+struct QueuedFrame {
+  uint64_t seq = 0;
+  std::span<const float> values;
+  float reward = 0.0f;
+  Clock::time_point arrival;
+  uint32_t deadline_us = 0;  // 0 = none
+};
+
+class BatchScheduler {
+ public:
+  using CreateDone = absl::AnyInvocable<void(absl::StatusOr<int> slot) &&>;
+
+  // Starts the engine thread, which makes the engine; returns once it is made (or failed).
+  // `metrics` (nullable, not owned) gets batch, queue, cycle, rejection and stage figures.
+  static absl::StatusOr<std::unique_ptr<BatchScheduler>> Start(SchedulerOptions options,
+                                                               telemetry::Metrics* metrics);
+  ~BatchScheduler();  // Stop()
+  BatchScheduler(const BatchScheduler&) = delete;
+  BatchScheduler& operator=(const BatchScheduler&) = delete;
+
+  const EngineFacts& facts() const { return facts_; }
+
+  // A new brain; `done` runs on the engine thread (or at once, with UNAVAILABLE, once draining).
+  void CreateBrain(const BrainSpec& spec, CreateDone done);
+  // Frees a slot; any frame still pending for it is dropped (answered SHUTTING_DOWN).
+  void ReleaseBrain(int slot);
+  // Queues the slot's next frame. `sink` gets exactly one Deliver for it. Must not be called
+  // while holding a lock that the sink's Deliver takes (the superseded answer comes inline).
+  void Submit(int slot, FrameSink* sink, const QueuedFrame& frame);
+
+  // Finishes the batch in flight, answers every pending frame SHUTTING_DOWN and from then on
+  // answers new frames SHUTTING_DOWN at once; returns when that is done. Idempotent.
+  void Drain();
+  // Drain, then end the engine thread (which releases every brain). Idempotent.
+  void Stop();
+
+  uint64_t brain_cycle(int slot) const;
+  int pending() const;  // frames waiting for a batch now
+  uint64_t cycles_total() const { return cycles_total_.load(std::memory_order_relaxed); }
+  int64_t batches_run() const { return batches_run_.load(std::memory_order_relaxed); }
+  int64_t releases() const { return releases_.load(std::memory_order_relaxed); }
+  // ReleaseBrain calls the engine found already free (must stay 0: the session table releases
+  // each slot once).
+  int64_t double_releases() const { return double_releases_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Pending {
+    bool occupied = false;
+    FrameSink* sink = nullptr;
+    uint64_t seq = 0;
+    float reward = 0.0f;
+    uint32_t deadline_us = 0;
+    Clock::time_point arrival;
+    float values[kMaxSensors] = {};
+  };
+  struct InFlight {  // one row of the batch being run
+    FrameSink* sink = nullptr;
+    uint64_t seq = 0;
+    int32_t slot = -1;
+    Clock::time_point arrival;
+  };
+  struct Command {
+    int release_slot = -1;  // >= 0: a release; else a create
+    BrainSpec spec;
+    CreateDone done;
+  };
+
+  BatchScheduler(SchedulerOptions options, telemetry::Metrics* metrics);
+  void Run(absl::Notification* started, absl::Status* start_status);
+  void RunCommands();
+  // Waits out the batch window, then moves due frames into the engine's input rows; returns n.
+  int GatherBatch();
+  void RunAndDeliver(int n);
+  void AnswerNotRun(const InFlight& f, brain::v1::FrameStatus status, std::string_view detail);
+  void DrainPendingLocked(std::vector<InFlight>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // absl::Condition predicates (called with mu_ held).
+  bool HasWorkLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool BatchDueLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool DrainedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const SchedulerOptions options_;
+  telemetry::Metrics* const metrics_;
+  EngineFacts facts_;
+  std::unique_ptr<Engine> engine_;  // engine thread only
+  std::thread thread_;
+  std::unique_ptr<std::atomic<uint64_t>[]> cycles_;  // per slot, written by the engine thread
+
+  mutable absl::Mutex mu_;
+  std::vector<Pending> pending_ ABSL_GUARDED_BY(mu_);
+  int pending_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int next_slot_ ABSL_GUARDED_BY(mu_) = 0;  // round-robin start when more are pending than fit
+  std::vector<Command> commands_ ABSL_GUARDED_BY(mu_);
+  bool drain_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool drained_ ABSL_GUARDED_BY(mu_) = false;  // new frames and creates are refused
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;  // the engine thread has ended
+  absl::Mutex stop_mu_;                         // serializes Stop() callers around join
+
+  // Engine thread only: the end of the current batch window, while one is open.
+  bool window_open_ = false;
+  absl::Time window_end_;
+  // Engine-thread scratch, sized at start.
+  std::vector<Command> commands_work_;
+  std::vector<InFlight> batch_;
+  std::vector<InFlight> not_run_;
+  std::vector<int32_t> batch_slots_;
+
+  std::atomic<uint64_t> cycles_total_{0};
+  std::atomic<int64_t> batches_run_{0};
+  std::atomic<int64_t> releases_{0};
+  std::atomic<int64_t> double_releases_{0};
+};
+
+}  // namespace fieldbrain::server

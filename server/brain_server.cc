@@ -1,0 +1,116 @@
+#include "server/brain_server.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace fieldbrain::server {
+
+absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConfig& config,
+                                                                 std::string version) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  auto server = absl::WrapUnique(new BrainServer(config));
+  server->metrics_ = std::make_unique<telemetry::Metrics>();
+
+  SchedulerOptions options;
+  options.engine_kind = config.engine;
+  options.engine = MakeEngineConfig(config);
+  options.batch_window = std::chrono::microseconds(config.batch_window_us);
+  absl::StatusOr<std::unique_ptr<BatchScheduler>> scheduler =
+      BatchScheduler::Start(std::move(options), server->metrics_.get());
+  if (!scheduler.ok()) {
+    return absl::Status(scheduler.status().code(),
+                        absl::StrCat("engine \"", config.engine, "\": ",
+                                     scheduler.status().message()));
+  }
+  server->scheduler_ = *std::move(scheduler);
+  const EngineFacts& facts = server->scheduler_->facts();
+  server->metrics_->SetBuildInfo(version, facts.kind);
+  server->metrics_->SetPoolBytes(facts.pool_bytes);
+
+  BatchScheduler* sched = server->scheduler_.get();
+  server->sessions_ = std::make_unique<SessionTable>(
+      facts.max_robots, absl::Seconds(config.idle_keep_s),
+      [sched](int slot) { sched->ReleaseBrain(slot); }, server->metrics_.get());
+
+  ServiceDeps deps;
+  deps.sessions = server->sessions_.get();
+  deps.scheduler = sched;
+  deps.metrics = server->metrics_.get();
+  deps.limits = MakeLimits(config);
+  deps.version = std::move(version);
+  server->service_ = std::make_unique<BrainService>(std::move(deps));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(server->service_.get());
+  // Larger requests end their stream with RESOURCE_EXHAUSTED inside gRPC.
+  builder.SetMaxReceiveMessageSize(config.max_message_bytes);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    server->scheduler_->Stop();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
+  }
+  if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+  }
+
+  if (!config.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<telemetry::MetricsExposer>> exposer =
+        telemetry::MetricsExposer::Start(config.metrics_listen, server->metrics_->registry());
+    if (!exposer.ok()) {
+      server->Shutdown();
+      return exposer.status();
+    }
+    server->exposer_ = *std::move(exposer);
+  }
+  server->reaper_ = std::thread(&BrainServer::ReapIdle, server.get());
+  return server;
+}
+
+BrainServer::BrainServer(const ServerConfig& config) : config_(config) {}
+
+BrainServer::~BrainServer() { Shutdown(); }
+
+int BrainServer::metrics_port() const { return exposer_ != nullptr ? exposer_->port() : 0; }
+
+void BrainServer::ReapIdle() {
+  // Expiry is checked often enough that a brain is kept at most ~1/4 longer than idle_keep.
+  const absl::Duration period =
+      std::clamp(absl::Seconds(config_.idle_keep_s) / 4, absl::Milliseconds(100), absl::Seconds(5));
+  while (!stop_reaper_.WaitForNotificationWithTimeout(period)) {
+    sessions_->ExpireIdle(absl::Now());
+  }
+}
+
+void BrainServer::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ != nullptr) {
+    if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+      health->SetServingStatus(false);
+    }
+  }
+  if (service_ != nullptr) service_->BeginShutdown();
+  if (scheduler_ != nullptr) scheduler_->Drain();
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(config_.shutdown_deadline_s));
+  }
+  stop_reaper_.Notify();
+  if (reaper_.joinable()) reaper_.join();
+  // Streams still owed an answer get it now (SHUTTING_DOWN) and delete themselves.
+  if (scheduler_ != nullptr) scheduler_->Stop();
+  exposer_.reset();
+}
+
+}  // namespace fieldbrain::server

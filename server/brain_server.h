@@ -1,0 +1,64 @@
+// BrainServer: the daemon assembled — metrics, the engine thread (BatchScheduler), the session
+// table, the gRPC service with health checking and reflection, the optional /metrics endpoint and
+// the idle-session reaper. main.cc runs one; the in-process tests run one on a loopback port.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "server/batch_scheduler.h"
+#include "server/brain_service.h"
+#include "server/server_config.h"
+#include "server/session_table.h"
+#include "telemetry/metrics.h"
+#include "telemetry/metrics_exposer.h"
+
+namespace fieldbrain::server {
+
+class BrainServer {
+ public:
+  // Validates `config`, makes the engine and starts serving. An error names what failed
+  // (bad flag, engine, listen address, metrics address).
+  static absl::StatusOr<std::unique_ptr<BrainServer>> Start(const ServerConfig& config,
+                                                            std::string version);
+  ~BrainServer();  // Shutdown()
+  BrainServer(const BrainServer&) = delete;
+  BrainServer& operator=(const BrainServer&) = delete;
+
+  // The graceful stop of DESIGN.md section 6: health NOT_SERVING, new streams refused with
+  // UNAVAILABLE, the batch in flight finished, pending frames answered SHUTTING_DOWN, streams
+  // ended, grpc Shutdown(now + shutdown_deadline), engine thread stopped. Idempotent.
+  void Shutdown();
+
+  int port() const { return port_; }                 // the bound gRPC port
+  int metrics_port() const;                          // 0 when --metrics_listen is empty
+  const EngineFacts& facts() const { return scheduler_->facts(); }
+  const ServerConfig& config() const { return config_; }
+  telemetry::Metrics& metrics() { return *metrics_; }
+  SessionTable& sessions() { return *sessions_; }
+  BatchScheduler& scheduler() { return *scheduler_; }
+
+ private:
+  explicit BrainServer(const ServerConfig& config);
+  void ReapIdle();
+
+  const ServerConfig config_;
+  std::unique_ptr<telemetry::Metrics> metrics_;
+  std::unique_ptr<BatchScheduler> scheduler_;
+  std::unique_ptr<SessionTable> sessions_;
+  std::unique_ptr<BrainService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<telemetry::MetricsExposer> exposer_;
+  absl::Notification stop_reaper_;
+  std::thread reaper_;
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+  int port_ = 0;
+};
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,49 @@
+#include "server/brain_service.h"
+
+#include "server/cycle_stream.h"
+
+namespace fieldbrain::server {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+BrainService::BrainService(ServiceDeps deps) : deps_(std::move(deps)) {}
+
+grpc::ServerBidiReactor<brain::v1::CycleRequest, brain::v1::CycleResponse>* BrainService::Cycle(
+    grpc::CallbackServerContext* context) {
+  // The reactor owns itself: gRPC holds it until OnDone, in-flight frames until answered.
+  return new CycleStream(this, next_stream_id_.fetch_add(1, std::memory_order_relaxed));
+}
+
+grpc::ServerUnaryReactor* BrainService::GetServerInfo(grpc::CallbackServerContext* context,
+                                                      const brain::v1::GetServerInfoRequest*,
+                                                      brain::v1::ServerInfo* info) {
+  const EngineFacts& facts = deps_.scheduler->facts();
+  info->set_version(deps_.version);
+  info->set_engine(facts.kind);
+  info->set_device(facts.device);
+  FillFieldShape(info->mutable_field());
+  *info->mutable_limits() = deps_.limits;
+  info->set_sessions_active(static_cast<uint32_t>(deps_.sessions->live()));
+  info->set_cycles_total(deps_.scheduler->cycles_total());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+void BrainService::BeginShutdown() {
+  if (shutting_down_.exchange(true, std::memory_order_acq_rel)) return;
+  registry_.ForEachLive([](CycleStream& stream) { stream.BeginShutdown(); });
+}
+
+void BrainService::FillFieldShape(brain::v1::FieldShape* field) const {
+  const FieldShape& shape = deps_.scheduler->facts().shape;
+  field->set_channels(static_cast<uint32_t>(shape.channels));
+  field->set_x(static_cast<uint32_t>(shape.nx));
+  field->set_y(static_cast<uint32_t>(shape.ny));
+  field->set_z(static_cast<uint32_t>(shape.nz));
+}
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,60 @@
+// BrainService: the gRPC callback service brain.v1.Brain. Each Cycle stream gets a CycleStream
+// reactor; GetServerInfo answers from fixed facts and live counters.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "brain/v1/brain.grpc.pb.h"
+#include "server/batch_scheduler.h"
+#include "server/session_table.h"
+#include "server/stream_registry.h"
+#include "telemetry/metrics.h"
+
+namespace fieldbrain::server {
+
+// What the service works with; all owned elsewhere and outliving the service.
+struct ServiceDeps {
+  SessionTable* sessions = nullptr;
+  BatchScheduler* scheduler = nullptr;
+  telemetry::Metrics* metrics = nullptr;  // nullable
+  brain::v1::ServerLimits limits;
+  std::string version;
+};
+
+class BrainService final : public brain::v1::Brain::CallbackService {
+ public:
+  explicit BrainService(ServiceDeps deps);
+  BrainService(const BrainService&) = delete;
+  BrainService& operator=(const BrainService&) = delete;
+
+  grpc::ServerBidiReactor<brain::v1::CycleRequest, brain::v1::CycleResponse>* Cycle(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
+                                          const brain::v1::GetServerInfoRequest* request,
+                                          brain::v1::ServerInfo* info) override;
+
+  // New streams end with UNAVAILABLE; live ones stop reading, get their remaining answers
+  // written (pending frames come back SHUTTING_DOWN from the drained scheduler) and end with
+  // UNAVAILABLE. Idempotent.
+  void BeginShutdown();
+  bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
+
+  const ServiceDeps& deps() const { return deps_; }
+  StreamRegistry& registry() { return registry_; }
+  void FillFieldShape(brain::v1::FieldShape* field) const;
+
+ private:
+  const ServiceDeps deps_;
+  StreamRegistry registry_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<StreamId> next_stream_id_{1};
+};
+
+// absl::Status -> grpc::Status (the codes are the same numbers).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,383 @@
+#include "server/cycle_stream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "server/brain_service.h"
+#include "server/frame_validator.h"
+#include "server/profile_validator.h"
+#include "server/log.h"
+
+namespace fieldbrain::server {
+namespace {
+
+constexpr char kShuttingDown[] = "server is shutting down";
+
+telemetry::RejectReason ReasonOf(brain::v1::FrameStatus status) {
+  switch (status) {
+    case brain::v1::WRONG_SENSOR_COUNT: return telemetry::RejectReason::kWrongSensorCount;
+    case brain::v1::NON_FINITE: return telemetry::RejectReason::kNonFinite;
+    case brain::v1::OUT_OF_RANGE: return telemetry::RejectReason::kOutOfRange;
+    case brain::v1::DEADLINE_EXCEEDED: return telemetry::RejectReason::kDeadlineExceeded;
+    default: return telemetry::RejectReason::kShuttingDown;
+  }
+}
+
+}  // namespace
+
+CycleStream::CycleStream(BrainService* service, StreamId id) : service_(service), id_(id) {
+  service_->registry().Add(this);
+  absl::MutexLock lock(&mu_);
+  if (service_->shutting_down()) {
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown), true);
+    MaybeFinishLocked();
+    return;
+  }
+  MaybeReadLocked();
+}
+
+void CycleStream::OnReadDone(bool ok) {
+  Phase phase;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!ok) {  // the client half-closed, or the stream broke
+      read_busy_ = false;
+      read_closed_ = true;
+      RequestFinishLocked(grpc::Status::OK, false);
+      MaybeFinishLocked();
+      return;
+    }
+    if (finish_wanted_) {  // ending anyway; a frame caught by a shutdown still gets its answer
+      if (shutting_down_ && phase_ == Phase::kRunning && request_.has_sensors()) {
+        AnswerHereLocked(request_.sensors().seq(), brain::v1::SHUTTING_DOWN, kShuttingDown,
+                         Clock::now());
+      }
+      read_busy_ = false;
+      MaybeFinishLocked();
+      return;
+    }
+    phase = phase_;
+  }
+  if (phase == Phase::kHello) {
+    HandleHello();
+  } else if (request_.has_sensors()) {
+    HandleFrame(request_.sensors());
+  } else {
+    absl::MutexLock lock(&mu_);
+    read_busy_ = false;
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     request_.has_hello()
+                                         ? "Hello sent twice on one stream"
+                                         : "request carries neither a Hello nor a SensorFrame"),
+                        true);
+    MaybeFinishLocked();
+  }
+}
+
+void CycleStream::HandleHello() {
+  auto fail = [this](const grpc::Status& status) {
+    absl::MutexLock lock(&mu_);
+    read_busy_ = false;
+    RequestFinishLocked(status, true);
+    MaybeFinishLocked();
+  };
+  if (!request_.has_hello()) {
+    fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "first message must be Hello"));
+    return;
+  }
+  const brain::v1::Hello& hello = request_.hello();
+  const ServiceDeps& deps = service_->deps();
+  if (absl::Status s = ValidateProfile(hello.profile(), deps.limits); !s.ok()) {
+    fail(ToGrpcStatus(s));
+    return;
+  }
+  if (service_->shutting_down()) {
+    fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown));
+    return;
+  }
+  absl::StatusOr<SessionGrant> grant = deps.sessions->Attach(hello, id_, absl::Now());
+  if (!grant.ok()) {
+    fail(ToGrpcStatus(grant.status()));
+    return;
+  }
+  BrainSpec spec;
+  spec.seed = grant->seed;
+  spec.sensor_count = static_cast<int>(hello.profile().sensor_count());
+  spec.motor_count = static_cast<int>(hello.profile().motor_count());
+  {
+    absl::MutexLock lock(&mu_);
+    robot_id_ = hello.profile().robot_id();
+    attached_ = true;
+    sensor_count_ = spec.sensor_count;
+    motor_count_ = spec.motor_count;
+    read_busy_ = false;  // request_ is no longer needed
+    if (!grant->needs_brain()) {
+      slot_ = grant->slot;
+      phase_ = Phase::kRunning;
+      if (!drop_answers_) QueueWelcomeLocked(*grant, deps.scheduler->brain_cycle(slot_));
+      MaybeReadLocked();
+      MaybeFinishLocked();
+      return;
+    }
+    phase_ = Phase::kCreating;
+    ++outstanding_;
+    ++holds_;
+  }
+  deps.scheduler->CreateBrain(spec, [this, g = *std::move(grant)](absl::StatusOr<int> slot) mutable {
+    OnBrainCreated(std::move(g), std::move(slot));
+  });
+}
+
+void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
+  SessionTable& sessions = *service_->deps().sessions;
+  {
+    std::string robot_id;
+    {
+      absl::MutexLock lock(&mu_);
+      robot_id = robot_id_;
+    }
+    if (slot.ok()) {
+      sessions.CompleteCreate(robot_id, id_, *slot);
+    } else {
+      sessions.AbortCreate(robot_id, id_);
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    --outstanding_;
+    if (!slot.ok()) {
+      attached_ = false;
+      RequestFinishLocked(ToGrpcStatus(slot.status()), true);
+    } else {
+      slot_ = *slot;
+      phase_ = Phase::kRunning;
+      grant.slot = *slot;
+      if (!drop_answers_) QueueWelcomeLocked(grant, 0);
+      MaybeReadLocked();
+    }
+    MaybeFinishLocked();
+  }
+  Release();
+}
+
+void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {
+  const Clock::time_point arrival = Clock::now();
+  const ServiceDeps& deps = service_->deps();
+  int sensor_count;
+  int slot;
+  {
+    absl::MutexLock lock(&mu_);
+    sensor_count = sensor_count_;
+    slot = slot_;
+    if (shutting_down_) {
+      AnswerHereLocked(frame.seq(), brain::v1::SHUTTING_DOWN, kShuttingDown, arrival);
+      read_busy_ = false;
+      MaybeReadLocked();
+      return;
+    }
+  }
+  FrameVerdict verdict = ValidateFrame(frame, sensor_count);
+  if (!verdict.ok()) {
+    if (deps.metrics != nullptr) deps.metrics->RecordRejected(ReasonOf(verdict.status));
+    absl::MutexLock lock(&mu_);
+    AnswerHereLocked(frame.seq(), verdict.status, verdict.detail, arrival);
+    read_busy_ = false;
+    MaybeReadLocked();
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    ++outstanding_;
+    ++holds_;
+  }
+  QueuedFrame queued;
+  queued.seq = frame.seq();
+  queued.values = std::span<const float>(frame.values().data(), static_cast<size_t>(frame.values_size()));
+  queued.reward = frame.has_reward() ? frame.reward() : 0.0f;
+  queued.arrival = arrival;
+  queued.deadline_us = frame.deadline_us();
+  // Not under mu_: a superseded older frame of this stream is answered inline.
+  deps.scheduler->Submit(slot, this, queued);
+  absl::MutexLock lock(&mu_);
+  read_busy_ = false;
+  MaybeReadLocked();
+}
+
+void CycleStream::Deliver(const FrameAnswer& answer) {
+  {
+    absl::MutexLock lock(&mu_);
+    --outstanding_;
+    if (!drop_answers_) QueueAnswerLocked(answer);
+    MaybeReadLocked();
+    MaybeFinishLocked();
+  }
+  Release();
+}
+
+void CycleStream::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  head_ = (head_ + 1) % kRing;
+  --count_;
+  if (!ok) {  // the stream is broken; nothing more can be written
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"), true);
+  } else if (count_ > 0) {
+    writing_ = true;
+    StartWrite(&ring_[head_]);
+  }
+  MaybeReadLocked();
+  MaybeFinishLocked();
+}
+
+void CycleStream::OnCancel() {
+  absl::MutexLock lock(&mu_);
+  RequestFinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"), true);
+  MaybeFinishLocked();
+}
+
+void CycleStream::OnDone() {
+  std::string robot_id;
+  bool attached;
+  {
+    absl::MutexLock lock(&mu_);
+    robot_id = robot_id_;
+    attached = attached_;
+  }
+  // The session outlives the stream: its brain is kept for a resume (or released at once).
+  if (attached) service_->deps().sessions->Detach(robot_id, id_, absl::Now());
+  Release();
+}
+
+void CycleStream::BeginShutdown() {
+  absl::MutexLock lock(&mu_);
+  shutting_down_ = true;
+  // Answers still owed (pending frames come back SHUTTING_DOWN) are written before the end.
+  RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown), false);
+  MaybeFinishLocked();
+}
+
+bool CycleStream::TryHold() {
+  absl::MutexLock lock(&mu_);
+  if (holds_ == 0) return false;
+  ++holds_;
+  return true;
+}
+
+void CycleStream::Release() {
+  bool last;
+  {
+    absl::MutexLock lock(&mu_);
+    last = --holds_ == 0;
+  }
+  if (!last) return;
+  service_->registry().Remove(this);
+  delete this;  // the reactor owns itself (gRPC callback API): nobody refers to it any more
+}
+
+void CycleStream::RequestFinishLocked(grpc::Status status, bool drop) {
+  if (drop && !drop_answers_) {
+    drop_answers_ = true;
+    count_ = writing_ ? 1 : 0;  // the entry being written must stay until OnWriteDone
+  }
+  if (finish_wanted_) return;
+  finish_wanted_ = true;
+  finish_status_ = std::move(status);
+}
+
+void CycleStream::MaybeFinishLocked() {
+  if (!finish_wanted_ || finish_called_ || writing_) return;
+  // A normal end writes every owed answer first; the scheduler's are owed until delivered.
+  if (!drop_answers_ && (count_ > 0 || outstanding_ > 0)) return;
+  finish_called_ = true;
+  // Detach now rather than at OnDone, so a robot reconnecting right after an error finds its id
+  // free sooner (OnDone detaches again; that is a no-op).
+  if (attached_) service_->deps().sessions->Detach(robot_id_, id_, absl::Now());
+  Finish(finish_status_);
+}
+
+void CycleStream::MaybeReadLocked() {
+  if (read_busy_ || read_closed_ || finish_wanted_ || phase_ == Phase::kCreating) return;
+  if (count_ + outstanding_ >= kRing) return;  // room for every answer this read may cause
+  read_busy_ = true;
+  StartRead(&request_);
+}
+
+brain::v1::CycleResponse* CycleStream::NextEntryLocked() {
+  if (count_ >= kRing) {
+    LogError("stream ", id_, ": answer ring full, answer dropped");
+    return nullptr;
+  }
+  return &ring_[(head_ + count_) % kRing];
+}
+
+void CycleStream::PushEntryLocked() {
+  ++count_;
+  if (!writing_) {
+    writing_ = true;
+    StartWrite(&ring_[head_]);
+  }
+}
+
+void CycleStream::QueueWelcomeLocked(const SessionGrant& grant, uint64_t cycle) {
+  brain::v1::CycleResponse* entry = NextEntryLocked();
+  if (entry == nullptr) return;
+  const ServiceDeps& deps = service_->deps();
+  brain::v1::Welcome* w = entry->mutable_welcome();
+  w->set_session_id(grant.session_id);
+  w->set_resumed(grant.resumed);
+  w->set_cycle(cycle);
+  service_->FillFieldShape(w->mutable_field());
+  w->set_engine(deps.scheduler->facts().kind);
+  *w->mutable_limits() = deps.limits;
+  w->set_resume_token(grant.resume_token);
+  w->set_seed(grant.seed);
+  PushEntryLocked();
+}
+
+void CycleStream::QueueAnswerLocked(const FrameAnswer& a) {
+  brain::v1::CycleResponse* entry = NextEntryLocked();
+  if (entry == nullptr) return;
+  // The entry stays a MotorFrame after its first use, so refilling it allocates nothing.
+  brain::v1::MotorFrame* m = entry->mutable_motors();
+  m->set_seq(a.seq);
+  auto* values = m->mutable_values();
+  values->Resize(motor_count_, 0.0f);
+  const bool ok = a.status == brain::v1::OK;
+  for (int k = 0; k < motor_count_; ++k) {
+    values->Set(k, ok && k < static_cast<int>(a.motors.size()) ? a.motors[k] : 0.0f);
+  }
+  m->set_confidence(a.confidence);
+  m->set_prediction_error(a.prediction_error);
+  m->set_status(a.status);
+  if (a.detail.empty()) {
+    m->clear_detail();
+  } else {
+    m->mutable_detail()->assign(a.detail.data(), a.detail.size());
+  }
+  const Clock::duration spent = Clock::now() - a.arrival;
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(spent).count();
+  m->set_server_time_us(static_cast<uint32_t>(
+      std::clamp<int64_t>(us, 0, std::numeric_limits<uint32_t>::max())));
+  m->set_cycle(a.cycle);
+  if (ok && service_->deps().metrics != nullptr) {
+    service_->deps().metrics->RecordCycle(std::chrono::duration<double>(spent).count());
+  }
+  PushEntryLocked();
+}
+
+void CycleStream::AnswerHereLocked(uint64_t seq, brain::v1::FrameStatus status,
+                                   std::string_view detail, Clock::time_point arrival) {
+  if (drop_answers_) return;
+  FrameAnswer a;
+  a.seq = seq;
+  a.status = status;
+  a.detail = detail;
+  a.cycle = slot_ >= 0 ? service_->deps().scheduler->brain_cycle(slot_) : 0;
+  a.arrival = arrival;
+  QueueAnswerLocked(a);
+}
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,117 @@
+// CycleStream: the reactor of one Cycle stream (gRPC callback API).
+//
+// Hello first: the profile is checked, the SessionTable grants a kept brain or a reservation, a
+// new brain is created on the engine thread, and a Welcome goes back. Then every SensorFrame is
+// validated here (bad ones are answered at once with zero motors) and good ones are submitted to
+// the BatchScheduler, whose answers come back through Deliver (FrameSink).
+//
+// Writes: gRPC allows one outstanding write, so answers wait in a fixed ring of reusable
+// CycleResponse messages. A new read is armed only while the ring has room for every answer
+// still owed, so a client that stops reading stops being read (backpressure) instead of growing
+// a queue.
+//
+// Lifetime: the reactor deletes itself once gRPC is done with it (OnDone) AND the scheduler owes
+// it nothing (every submitted frame and the brain creation have called back) AND no shutdown
+// walk holds it. Those holds are counted under its mutex. gRPC reactions never run inline inside
+// StartRead/StartWrite/Finish, so those are called with the mutex held.
+//
+// Lock order: registry -> stream -> session table -> scheduler inbox. The scheduler calls
+// Deliver and creation callbacks with no lock held; the stream calls the scheduler only
+// without its own lock (a superseded answer comes back inline).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "brain/v1/brain.grpc.pb.h"
+#include "server/frame_sink.h"
+#include "server/session_table.h"
+
+namespace fieldbrain::server {
+
+class BrainService;
+
+class CycleStream final
+    : public grpc::ServerBidiReactor<brain::v1::CycleRequest, brain::v1::CycleResponse>,
+      public FrameSink {
+ public:
+  CycleStream(BrainService* service, StreamId id);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // FrameSink: the scheduler's answer to one submitted frame.
+  void Deliver(const FrameAnswer& answer) override;
+
+  // Server shutdown: stop reading, write what is owed, end with UNAVAILABLE.
+  void BeginShutdown();
+
+  // Holds that keep this object alive (see the file comment). TryHold fails once the count
+  // reached zero; Release deletes the object when it drops the last hold.
+  bool TryHold();
+  void Release();
+
+ private:
+  enum class Phase { kHello, kCreating, kRunning };
+  static constexpr int kRing = 8;
+
+  ~CycleStream() override = default;  // only through Release
+
+  void HandleHello();
+  void HandleFrame(const brain::v1::SensorFrame& frame);
+  void OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot);
+
+  // Ends the stream once owed writes allow: `drop` discards answers not yet written (errors,
+  // cancel); otherwise every owed answer is written first. The first reason wins, except that
+  // a later drop still drops.
+  void RequestFinishLocked(grpc::Status status, bool drop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueWelcomeLocked(const SessionGrant& grant, uint64_t cycle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueAnswerLocked(const FrameAnswer& answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next free ring entry, or nullptr when the ring is full (reads are gated so it is not).
+  brain::v1::CycleResponse* NextEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PushEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AnswerHereLocked(uint64_t seq, brain::v1::FrameStatus status, std::string_view detail,
+                        Clock::time_point arrival) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  BrainService* const service_;
+  const StreamId id_;
+  // Only the read path touches request_: one read is outstanding at a time, and the next one is
+  // armed only after the previous message was handled (read_busy_).
+  brain::v1::CycleRequest request_;
+
+  absl::Mutex mu_;
+  Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kHello;
+  int holds_ ABSL_GUARDED_BY(mu_) = 1;        // gRPC's, until OnDone
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // scheduler callbacks still owed
+  bool read_busy_ ABSL_GUARDED_BY(mu_) = false;
+  bool read_closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  bool drop_answers_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
+  std::array<brain::v1::CycleResponse, kRing> ring_ ABSL_GUARDED_BY(mu_);
+  int head_ ABSL_GUARDED_BY(mu_) = 0;   // the entry being written when writing_
+  int count_ ABSL_GUARDED_BY(mu_) = 0;  // entries queued, including the one being written
+
+  // Set once by the Hello, before any frame is submitted.
+  std::string robot_id_ ABSL_GUARDED_BY(mu_);
+  bool attached_ ABSL_GUARDED_BY(mu_) = false;
+  int slot_ ABSL_GUARDED_BY(mu_) = -1;
+  int sensor_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int motor_count_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,63 @@
+// brain-server: the fieldbrain daemon. Flags in server_flags.cc (`brain-server --help`).
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/brain_server.h"
+#include "server/log.h"
+#include "server/server_flags.h"
+#include "server/termination_signals.h"
+
+#ifndef FIELDBRAIN_VERSION
+#define FIELDBRAIN_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace fieldbrain::server;
+  absl::SetProgramUsageMessage(
+      "the fieldbrain gRPC brain server: robots stream sensor frames, get motor frames back.\n"
+      "  brain-server --listen=0.0.0.0:50051 --engine=auto --metrics_listen=0.0.0.0:9464");
+  // --help lists the daemon's own flags (defined in server_flags.cc), not the libraries'.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server_flags.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return std::string("brain-server " FIELDBRAIN_VERSION "\n"); };
+  absl::SetFlagsUsageConfig(usage);
+  absl::ParseCommandLine(argc, argv);
+  const ServerConfig config = ConfigFromFlags();
+  if (absl::Status s = ValidateConfig(config); !s.ok()) {
+    std::fprintf(stderr, "brain-server: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+
+  BlockTerminationSignals();  // before any thread starts, so every thread inherits the mask
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(config, FIELDBRAIN_VERSION);
+  if (!server.ok()) {
+    std::fprintf(stderr, "brain-server: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  const EngineFacts& facts = (*server)->facts();
+  const std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  LogInfo("brain-server ", FIELDBRAIN_VERSION, " listening on ", host, ":", (*server)->port(),
+          " engine=", facts.kind, " device=\"", facts.device, "\" field=", facts.shape.channels,
+          "x", facts.shape.nx, "x", facts.shape.ny, "x", facts.shape.nz,
+          " pool_bytes=", facts.pool_bytes, " max_robots=", facts.max_robots,
+          " max_batch=", facts.max_batch, " batch_window_us=", config.batch_window_us,
+          config.metrics_listen.empty()
+              ? std::string()
+              : absl::StrCat(" metrics=",
+                             config.metrics_listen.substr(0, config.metrics_listen.rfind(':')),
+                             ":", (*server)->metrics_port(), "/metrics"));
+
+  const int sig = WaitForTerminationSignal();
+  LogInfo("signal ", sig, ": shutting down (deadline ", config.shutdown_deadline_s, " s)");
+  (*server)->Shutdown();
+  LogInfo("stopped after ", (*server)->scheduler().cycles_total(), " cycles");
+  return 0;
+}

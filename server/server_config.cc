@@ -1,0 +1,101 @@
+#include "server/server_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "gpu/model/field_shape.h"
+
+namespace fieldbrain::server {
+namespace {
+
+absl::Status CheckRange(const char* flag, int value, int lo, int hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, " is out of range [", lo, ", ", hi, "]"));
+}
+
+// "host:port" with a non-empty host and a numeric port in [0, 65535].
+absl::Status CheckAddress(const char* flag, const std::string& address) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=\"", address, "\" is not host:port"));
+  }
+  int port = 0;
+  for (char c : address.substr(colon + 1)) {
+    if (c < '0' || c > '9' || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=\"", address, "\" has a bad port"));
+    }
+    port = port * 10 + (c - '0');
+  }
+  if (port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=\"", address, "\" has a bad port"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<FieldShape> FieldShapeByName(const std::string& name) {
+  if (name == "default") return FieldShape::Default();
+  if (name == "small") return FieldShape::Small();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--field=\"", name, "\" is not one of: default, small"));
+}
+
+absl::Status ValidateConfig(const ServerConfig& c) {
+  if (absl::Status s = CheckAddress("listen", c.listen); !s.ok()) return s;
+  if (c.engine != "auto" && c.engine != "cpu" && c.engine != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--engine=\"", c.engine, "\" is not one of: auto, cpu, cuda"));
+  }
+  if (absl::StatusOr<FieldShape> shape = FieldShapeByName(c.field); !shape.ok()) {
+    return shape.status();
+  }
+  if (absl::Status s = CheckRange("max_robots", c.max_robots, 1, kMaxRobotsLimit); !s.ok()) return s;
+  if (absl::Status s = CheckRange("max_batch", c.max_batch, 0, c.max_robots); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(), " (0 means --max_robots; a batch cannot exceed the slots)"));
+  }
+  if (absl::Status s = CheckRange("batch_window_us", c.batch_window_us, 0, kMaxBatchWindowUs);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckRange("max_message_bytes", c.max_message_bytes, kMinMessageBytes,
+                                  kMaxMessageBytesLimit);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckRange("idle_keep_s", c.idle_keep_s, 0, kMaxIdleKeepS); !s.ok()) return s;
+  if (absl::Status s = CheckRange("shutdown_deadline_s", c.shutdown_deadline_s, 0,
+                                  kMaxShutdownDeadlineS);
+      !s.ok()) {
+    return s;
+  }
+  if (!c.metrics_listen.empty()) {
+    if (absl::Status s = CheckAddress("metrics_listen", c.metrics_listen); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckRange("threads", c.threads, 0, kMaxThreads); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+int EffectiveMaxBatch(const ServerConfig& c) { return c.max_batch > 0 ? c.max_batch : c.max_robots; }
+
+EngineConfig MakeEngineConfig(const ServerConfig& c) {
+  EngineConfig e;
+  e.shape = FieldShapeByName(c.field).value_or(FieldShape::Default());
+  e.max_robots = c.max_robots;
+  e.max_batch = EffectiveMaxBatch(c);
+  e.threads = c.threads;
+  return e;
+}
+
+brain::v1::ServerLimits MakeLimits(const ServerConfig& c) {
+  brain::v1::ServerLimits limits;
+  limits.set_max_sensors(kMaxSensors);
+  limits.set_max_motors(kMaxMotors);
+  limits.set_max_message_bytes(static_cast<uint32_t>(c.max_message_bytes));
+  limits.set_max_robots(static_cast<uint32_t>(c.max_robots));
+  return limits;
+}
+
+}  // namespace fieldbrain::server

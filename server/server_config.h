@@ -1,0 +1,52 @@
+// The daemon's configuration as a plain struct (filled from flags in server_flags.cc, or directly
+// by tests), its validation, and what the engine and the wire limits derive from it.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "brain/v1/brain.pb.h"
+#include "gpu/engine.h"
+
+namespace fieldbrain::server {
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:50051";
+  std::string engine = "auto";      // auto | cpu | cuda
+  std::string field = "default";    // default | small
+  int max_robots = 64;
+  int max_batch = 0;                // 0 = max_robots
+  int batch_window_us = 200;
+  int max_message_bytes = 16 * 1024;
+  int idle_keep_s = 60;
+  int shutdown_deadline_s = 5;
+  std::string metrics_listen;       // empty = no metrics endpoint
+  int threads = 0;                  // CPU engine threads; 0 = all cores
+};
+
+// Accepted ranges, shared by validation and --help texts.
+inline constexpr int kMaxRobotsLimit = 4096;
+inline constexpr int kMaxBatchWindowUs = 1'000'000;
+inline constexpr int kMinMessageBytes = 1024;
+inline constexpr int kMaxMessageBytesLimit = 4 * 1024 * 1024;
+inline constexpr int kMaxIdleKeepS = 7 * 24 * 3600;
+inline constexpr int kMaxShutdownDeadlineS = 600;
+inline constexpr int kMaxThreads = 1024;
+
+// InvalidArgument naming the first bad setting and what it accepts.
+absl::Status ValidateConfig(const ServerConfig& config);
+
+// The field shape named by --field ("default" or "small").
+absl::StatusOr<FieldShape> FieldShapeByName(const std::string& name);
+
+// max_batch with 0 resolved to max_robots.
+int EffectiveMaxBatch(const ServerConfig& config);
+
+// The engine's configuration (config must be valid).
+EngineConfig MakeEngineConfig(const ServerConfig& config);
+
+// What the Welcome and ServerInfo advertise.
+brain::v1::ServerLimits MakeLimits(const ServerConfig& config);
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,48 @@
+#include "server/server_flags.h"
+
+#include <string>
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC listen address, host:port (use 0.0.0.0:50051 to accept robots on the network)");
+ABSL_FLAG(std::string, engine, "auto",
+          "compute engine: auto (CUDA when a device is present, else CPU), cpu, or cuda");
+ABSL_FLAG(std::string, field, "default",
+          "field shape per brain: default (64 channels x 32^3) or small (32 channels x 16^3)");
+ABSL_FLAG(int, max_robots, 64, "brain slots allocated at start (1-4096): robots served at once");
+ABSL_FLAG(int, max_batch, 0,
+          "most robots per batched engine cycle (1..max_robots); 0 = max_robots");
+ABSL_FLAG(int, batch_window_us, 200,
+          "microseconds a batch waits for more robots' frames after the first arrives (0-1000000)");
+ABSL_FLAG(int, max_message_bytes, 16 * 1024,
+          "largest request accepted (1024-4194304 bytes); a larger one ends its stream with "
+          "RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, idle_keep_s, 60,
+          "seconds a disconnected robot's brain is kept for a resume with its token (0 = release "
+          "at once)");
+ABSL_FLAG(int, shutdown_deadline_s, 5,
+          "seconds SIGTERM/SIGINT waits for streams to finish before cancelling them (0-600)");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Prometheus /metrics address, host:port; empty = no metrics endpoint");
+ABSL_FLAG(int, threads, 0, "CPU engine worker threads; 0 = all cores");
+
+namespace fieldbrain::server {
+
+ServerConfig ConfigFromFlags() {
+  ServerConfig c;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.engine = absl::GetFlag(FLAGS_engine);
+  c.field = absl::GetFlag(FLAGS_field);
+  c.max_robots = absl::GetFlag(FLAGS_max_robots);
+  c.max_batch = absl::GetFlag(FLAGS_max_batch);
+  c.batch_window_us = absl::GetFlag(FLAGS_batch_window_us);
+  c.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  c.idle_keep_s = absl::GetFlag(FLAGS_idle_keep_s);
+  c.shutdown_deadline_s = absl::GetFlag(FLAGS_shutdown_deadline_s);
+  c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  c.threads = absl::GetFlag(FLAGS_threads);
+  return c;
+}
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,188 @@
+#include "server/session_table.h"
+
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace fieldbrain::server {
+namespace {
+
+// Token comparison in time independent of where the strings differ.
+bool TokensEqual(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+SessionTable::SessionTable(int capacity, absl::Duration idle_keep, SlotReleaser releaser,
+                           telemetry::Metrics* metrics)
+    : capacity_(capacity), idle_keep_(idle_keep), metrics_(metrics),
+      releaser_(std::move(releaser)) {}
+
+absl::StatusOr<SessionGrant> SessionTable::Attach(const brain::v1::Hello& hello, StreamId stream,
+                                                  absl::Time now) {
+  const brain::v1::RobotProfile& profile = hello.profile();
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(profile.robot_id());
+  if (it != sessions_.end()) {
+    Session& s = it->second;
+    if (s.state != State::kDetached) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "robot_id \"", profile.robot_id(),
+          "\" already has a live stream; close it first (one live stream per robot)"));
+    }
+    const bool resumable = !hello.fresh() && s.slot >= 0 && !hello.resume_token().empty() &&
+                           TokensEqual(hello.resume_token(), s.resume_token) &&
+                           now - s.detached_since < idle_keep_ &&
+                           s.sensor_count == profile.sensor_count() &&
+                           s.motor_count == profile.motor_count();
+    if (resumable) {
+      s.state = State::kLive;
+      s.stream = stream;
+      ++live_;
+      PublishLiveLocked();
+      return SessionGrant{s.session_id, s.resume_token, s.seed, s.slot, /*resumed=*/true};
+    }
+    EraseLocked(it);  // a kept brain this Hello does not take back
+  }
+  if (slots_held_ >= capacity_ && !EvictOldestDetachedLocked()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "all ", capacity_, " brain slots are in use by live robots; try again later"));
+  }
+  Session s;
+  s.state = State::kCreating;
+  s.stream = stream;
+  s.seed = hello.seed();
+  while (s.seed == 0) s.seed = absl::Uniform<uint64_t>(bitgen_);
+  s.sensor_count = profile.sensor_count();
+  s.motor_count = profile.motor_count();
+  s.session_id = absl::StrCat("s-", RandomHexLocked(8));
+  s.resume_token = RandomHexLocked(16);
+  SessionGrant grant{s.session_id, s.resume_token, s.seed, /*slot=*/-1, /*resumed=*/false};
+  sessions_.emplace(profile.robot_id(), std::move(s));
+  ++slots_held_;  // the reservation holds a slot until CompleteCreate or AbortCreate
+  ++live_;
+  PublishLiveLocked();
+  return grant;
+}
+
+void SessionTable::CompleteCreate(const std::string& robot_id, StreamId stream, int slot) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(robot_id);
+  if (it == sessions_.end() || it->second.stream != stream || it->second.slot >= 0) {
+    HandOverSlotLocked(slot);  // nobody owns this brain any more; its reservation is gone
+    return;
+  }
+  it->second.slot = slot;
+  if (it->second.state == State::kCreating) it->second.state = State::kLive;
+}
+
+void SessionTable::AbortCreate(const std::string& robot_id, StreamId stream) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(robot_id);
+  if (it == sessions_.end() || it->second.stream != stream || it->second.slot >= 0) return;
+  EraseLocked(it);
+}
+
+void SessionTable::Detach(const std::string& robot_id, StreamId stream, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(robot_id);
+  if (it == sessions_.end() || it->second.stream != stream ||
+      it->second.state == State::kDetached) {
+    return;
+  }
+  --live_;
+  PublishLiveLocked();
+  it->second.state = State::kDetached;
+  it->second.detached_since = now;
+  if (idle_keep_ <= absl::ZeroDuration() && it->second.slot >= 0) EraseLocked(it);
+}
+
+int SessionTable::ExpireIdle(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  int expired = 0;
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    auto next = std::next(it);
+    const Session& s = it->second;
+    // A detached session still waiting for its brain (slot < 0) expires when the brain arrives.
+    if (s.state == State::kDetached && s.slot >= 0 && now - s.detached_since >= idle_keep_) {
+      EraseLocked(it);
+      ++expired;
+    }
+    it = next;
+  }
+  return expired;
+}
+
+int SessionTable::live() const {
+  absl::MutexLock lock(&mu_);
+  return live_;
+}
+
+int SessionTable::kept() const {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [id, s] : sessions_) n += s.state == State::kDetached ? 1 : 0;
+  return n;
+}
+
+int SessionTable::slots_held() const {
+  absl::MutexLock lock(&mu_);
+  return slots_held_;
+}
+
+int64_t SessionTable::slots_released() const {
+  absl::MutexLock lock(&mu_);
+  return slots_released_;
+}
+
+void SessionTable::EraseLocked(absl::flat_hash_map<std::string, Session>::iterator it) {
+  if (it->second.state != State::kDetached) {
+    --live_;
+    PublishLiveLocked();
+  }
+  if (it->second.slot >= 0) {
+    ReleaseSlotLocked(it->second.slot);
+  } else {
+    --slots_held_;  // a reservation without its brain yet
+  }
+  sessions_.erase(it);
+}
+
+void SessionTable::ReleaseSlotLocked(int slot) {
+  --slots_held_;
+  HandOverSlotLocked(slot);
+}
+
+void SessionTable::HandOverSlotLocked(int slot) {
+  ++slots_released_;
+  releaser_(slot);
+}
+
+bool SessionTable::EvictOldestDetachedLocked() {
+  auto oldest = sessions_.end();
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+    const Session& s = it->second;
+    if (s.state != State::kDetached || s.slot < 0) continue;
+    if (oldest == sessions_.end() || s.detached_since < oldest->second.detached_since) oldest = it;
+  }
+  if (oldest == sessions_.end()) return false;
+  EraseLocked(oldest);
+  return true;
+}
+
+std::string SessionTable::RandomHexLocked(int bytes) {
+  std::string raw(static_cast<size_t>(bytes), '\0');
+  for (char& c : raw) c = static_cast<char>(absl::Uniform<unsigned>(bitgen_, 0u, 256u));
+  return absl::BytesToHexString(raw);
+}
+
+void SessionTable::PublishLiveLocked() {
+  if (metrics_ != nullptr) metrics_->SetSessionsActive(live_);
+}
+
+}  // namespace fieldbrain::server

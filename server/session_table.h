@@ -1,0 +1,115 @@
+// SessionTable: robot_id -> session (brain slot, seed, resume token, live stream or detached since).
+//
+// Sessions outlive connections (DESIGN.md section 6): when a stream ends its brain is kept for
+// idle_keep, and a Hello with the same robot_id and the Welcome's resume_token gets it back.
+// One live stream per robot_id. The table decides; the engine thread creates and frees brains:
+// every slot the table gives up goes to the SlotReleaser exactly once (the table forgets the slot
+// in the same step, so a cancelled stream, an idle expiry, an eviction and a replacement can never
+// free one slot twice).
+//
+// Thread-safe. The releaser runs under the table's lock, so it must only hand the slot on (the
+// scheduler's inbox) and never call back into the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/random/random.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "brain/v1/brain.pb.h"
+#include "telemetry/metrics.h"
+
+namespace fieldbrain::server {
+
+using StreamId = uint64_t;
+
+// What a Hello was granted. slot < 0: no brain yet; the caller creates one and reports with
+// CompleteCreate (or AbortCreate when that failed).
+struct SessionGrant {
+  std::string session_id;
+  std::string resume_token;
+  uint64_t seed = 0;
+  int slot = -1;
+  bool resumed = false;
+  bool needs_brain() const { return slot < 0; }
+};
+
+class SessionTable {
+ public:
+  using SlotReleaser = absl::AnyInvocable<void(int slot)>;
+
+  // `capacity`: brain slots in the engine. `metrics` (nullable, not owned) gets
+  // brain_sessions_active.
+  SessionTable(int capacity, absl::Duration idle_keep, SlotReleaser releaser,
+               telemetry::Metrics* metrics = nullptr);
+  SessionTable(const SessionTable&) = delete;
+  SessionTable& operator=(const SessionTable&) = delete;
+
+  // Claims hello.profile().robot_id() for `stream`.
+  //  - ALREADY_EXISTS when another stream is live for this robot_id.
+  //  - A kept brain comes back (resumed) when Hello.fresh is false, the token matches, it has not
+  //    expired and the profile has the same sensor and motor counts. Otherwise a kept brain of
+  //    this robot is released and a new one reserved.
+  //  - Reserving when every slot is held evicts the brain detached the longest; with none
+  //    detached: RESOURCE_EXHAUSTED.
+  absl::StatusOr<SessionGrant> Attach(const brain::v1::Hello& hello, StreamId stream,
+                                      absl::Time now);
+  // The brain reserved for (robot_id, stream) exists in `slot`. If the session is gone meanwhile,
+  // the slot is released.
+  void CompleteCreate(const std::string& robot_id, StreamId stream, int slot);
+  // Creating the reserved brain failed: forget the reservation.
+  void AbortCreate(const std::string& robot_id, StreamId stream);
+  // The stream ended. Its brain is kept for idle_keep (released at once when idle_keep is 0).
+  // No effect unless `stream` is the robot's current stream; repeating it is harmless.
+  void Detach(const std::string& robot_id, StreamId stream, absl::Time now);
+  // Releases brains detached for idle_keep or longer; returns how many.
+  int ExpireIdle(absl::Time now);
+
+  int live() const;               // sessions with a stream (including ones still being created)
+  int kept() const;               // detached sessions whose brain is kept
+  int slots_held() const;         // slots owned by sessions plus reservations
+  int64_t slots_released() const;  // total handed to the releaser
+
+ private:
+  enum class State { kCreating, kLive, kDetached };
+  struct Session {
+    State state = State::kCreating;
+    StreamId stream = 0;
+    int slot = -1;
+    uint64_t seed = 0;
+    uint32_t sensor_count = 0;
+    uint32_t motor_count = 0;
+    std::string session_id;
+    std::string resume_token;
+    absl::Time detached_since;
+  };
+
+  // Forgets `robot_id`'s session, releasing its slot if it has one.
+  void EraseLocked(absl::flat_hash_map<std::string, Session>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives a held slot up (slots_held_ drops by one) / hands a slot to the releaser.
+  void ReleaseSlotLocked(int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandOverSlotLocked(int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees a slot for a reservation: evicts the longest-detached session. False when none exists.
+  bool EvictOldestDetachedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string RandomHexLocked(int bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishLiveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int capacity_;
+  const absl::Duration idle_keep_;
+  telemetry::Metrics* const metrics_;
+  mutable absl::Mutex mu_;
+  SlotReleaser releaser_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  int slots_held_ ABSL_GUARDED_BY(mu_) = 0;
+  int live_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t slots_released_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace fieldbrain::server

@@ -1,0 +1,232 @@
+// BatchScheduler with the real CPU engine on the small field.
+#include "server/batch_scheduler.h"
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "recording_sink.h"
+
+namespace fieldbrain::server {
+namespace {
+
+using testing::RecordedAnswer;
+using testing::RecordingSink;
+
+constexpr int kSensors = 6;
+constexpr int kMotors = 3;
+
+SchedulerOptions Options(int max_robots, int max_batch, std::chrono::microseconds window) {
+  SchedulerOptions o;
+  o.engine_kind = "cpu";
+  o.engine.shape = FieldShape::Small();
+  o.engine.max_robots = max_robots;
+  o.engine.max_batch = max_batch;
+  o.engine.threads = 1;
+  o.batch_window = window;
+  return o;
+}
+
+std::unique_ptr<BatchScheduler> StartScheduler(SchedulerOptions o) {
+  absl::StatusOr<std::unique_ptr<BatchScheduler>> s = BatchScheduler::Start(std::move(o), nullptr);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+int CreateBrain(BatchScheduler& s, uint64_t seed) {
+  absl::Notification done;
+  absl::StatusOr<int> slot = absl::UnknownError("not called");
+  BrainSpec spec;
+  spec.seed = seed;
+  spec.sensor_count = kSensors;
+  spec.motor_count = kMotors;
+  s.CreateBrain(spec, [&](absl::StatusOr<int> r) {
+    slot = std::move(r);
+    done.Notify();
+  });
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_TRUE(slot.ok()) << slot.status();
+  return slot.value_or(-1);
+}
+
+QueuedFrame Frame(uint64_t seq, const std::vector<float>& values, uint32_t deadline_us = 0,
+                  Clock::time_point arrival = Clock::now()) {
+  QueuedFrame f;
+  f.seq = seq;
+  f.values = values;
+  f.arrival = arrival;
+  f.deadline_us = deadline_us;
+  return f;
+}
+
+const std::vector<float> kValues = {0.1f, -0.2f, 0.3f, 0.0f, 0.5f, -0.9f};
+
+TEST(BatchSchedulerTest, RunsAFrameAndAnswersWithMotors) {
+  auto s = StartScheduler(Options(4, 4, std::chrono::microseconds(200)));
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->facts().kind, "cpu");
+  EXPECT_EQ(s->facts().shape, FieldShape::Small());
+  EXPECT_GT(s->facts().pool_bytes, 0);
+  const int slot = CreateBrain(*s, 11);
+  RecordingSink sink;
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    s->Submit(slot, &sink, Frame(seq, kValues));
+    ASSERT_TRUE(sink.WaitFor(seq));
+  }
+  const std::vector<RecordedAnswer> a = sink.answers();
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].status, brain::v1::OK) << a[i].detail;
+    EXPECT_EQ(a[i].seq, i + 1);
+    EXPECT_EQ(a[i].cycle, i + 1);
+    ASSERT_EQ(a[i].motors.size(), static_cast<size_t>(kMaxMotors));
+    for (int k = 0; k < kMotors; ++k) {
+      EXPECT_GE(a[i].motors[k], -1.0f);
+      EXPECT_LE(a[i].motors[k], 1.0f);
+    }
+  }
+  EXPECT_EQ(s->brain_cycle(slot), 3u);
+  EXPECT_EQ(s->cycles_total(), 3u);
+}
+
+TEST(BatchSchedulerTest, LatestFrameWinsOlderIsSupersededAtOnce) {
+  // A long window with room for more: the first frame waits, so the second always finds it.
+  auto s = StartScheduler(Options(2, 2, std::chrono::milliseconds(1500)));
+  ASSERT_NE(s, nullptr);
+  const int slot = CreateBrain(*s, 5);
+  RecordingSink sink;
+  s->Submit(slot, &sink, Frame(1, kValues));
+  s->Submit(slot, &sink, Frame(2, kValues));
+  // Answered inside the second Submit, before any batch ran.
+  ASSERT_EQ(sink.size(), 1u);
+  EXPECT_EQ(sink.answers()[0].seq, 1u);
+  EXPECT_EQ(sink.answers()[0].status, brain::v1::SUPERSEDED);
+  EXPECT_TRUE(sink.answers()[0].motors.empty());
+  s->Submit(slot, &sink, Frame(3, kValues));
+  ASSERT_TRUE(sink.WaitFor(3));
+  const std::vector<RecordedAnswer> a = sink.answers();
+  EXPECT_EQ(a[1].seq, 2u);
+  EXPECT_EQ(a[1].status, brain::v1::SUPERSEDED);
+  EXPECT_EQ(a[2].seq, 3u);
+  EXPECT_EQ(a[2].status, brain::v1::OK);
+  EXPECT_EQ(a[2].cycle, 1u) << "only the newest frame ran";
+}
+
+TEST(BatchSchedulerTest, ExpiredDeadlineIsAnsweredWithoutRunning) {
+  auto s = StartScheduler(Options(2, 2, std::chrono::microseconds(200)));
+  ASSERT_NE(s, nullptr);
+  const int slot = CreateBrain(*s, 5);
+  RecordingSink sink;
+  // Arrived 50 ms ago with a 1 ms budget: already late whenever the batch starts.
+  s->Submit(slot, &sink, Frame(1, kValues, 1000, Clock::now() - std::chrono::milliseconds(50)));
+  ASSERT_TRUE(sink.WaitFor(1));
+  EXPECT_EQ(sink.answers()[0].status, brain::v1::DEADLINE_EXCEEDED);
+  EXPECT_TRUE(sink.answers()[0].motors.empty());
+  EXPECT_EQ(s->brain_cycle(slot), 0u);
+  // A generous deadline runs.
+  s->Submit(slot, &sink, Frame(2, kValues, 10'000'000));
+  ASSERT_TRUE(sink.WaitFor(2));
+  EXPECT_EQ(sink.answers()[1].status, brain::v1::OK);
+  EXPECT_EQ(s->cycles_total(), 1u);
+}
+
+TEST(BatchSchedulerTest, BatchesHoldEachRobotAtMostOnce) {
+  constexpr int kRobots = 4;
+  constexpr int kFramesEach = 150;
+  absl::Mutex mu;
+  std::vector<std::vector<int32_t>> batches;
+  SchedulerOptions o = Options(kRobots, 3, std::chrono::microseconds(300));
+  o.batch_observer = [&](std::span<const int32_t> slots) {
+    absl::MutexLock lock(&mu);
+    batches.emplace_back(slots.begin(), slots.end());
+  };
+  auto s = StartScheduler(std::move(o));
+  ASSERT_NE(s, nullptr);
+  std::vector<int> slots;
+  for (int r = 0; r < kRobots; ++r) slots.push_back(CreateBrain(*s, 100 + r));
+  std::vector<RecordingSink> sinks(kRobots);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRobots; ++r) {
+    threads.emplace_back([&, r] {
+      for (int i = 1; i <= kFramesEach; ++i) s->Submit(slots[r], &sinks[r], Frame(i, kValues));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kRobots; ++r) {
+    ASSERT_TRUE(sinks[r].WaitFor(kFramesEach)) << "robot " << r;
+    int ok = 0;
+    for (const RecordedAnswer& a : sinks[r].answers()) {
+      ASSERT_TRUE(a.status == brain::v1::OK || a.status == brain::v1::SUPERSEDED)
+          << brain::v1::FrameStatus_Name(a.status);
+      ok += a.status == brain::v1::OK;
+    }
+    EXPECT_GE(ok, 1);
+    for (const RecordedAnswer& a : sinks[r].answers()) {
+      if (a.seq == kFramesEach) {
+        EXPECT_EQ(a.status, brain::v1::OK) << "the last frame always runs";
+      }
+    }
+    EXPECT_EQ(sinks[r].size(), static_cast<size_t>(kFramesEach)) << "one answer per frame";
+  }
+  absl::MutexLock lock(&mu);
+  ASSERT_FALSE(batches.empty());
+  for (const auto& b : batches) {
+    EXPECT_LE(b.size(), 3u);
+    EXPECT_EQ(std::set<int32_t>(b.begin(), b.end()).size(), b.size()) << "a slot twice in a batch";
+  }
+}
+
+TEST(BatchSchedulerTest, ReleaseDropsPendingFrameAndDoubleReleaseIsHarmless) {
+  auto s = StartScheduler(Options(2, 2, std::chrono::milliseconds(1500)));
+  ASSERT_NE(s, nullptr);
+  const int slot = CreateBrain(*s, 9);
+  RecordingSink sink;
+  s->Submit(slot, &sink, Frame(1, kValues));
+  s->ReleaseBrain(slot);
+  ASSERT_TRUE(sink.WaitFor(1));
+  EXPECT_EQ(sink.answers()[0].status, brain::v1::SHUTTING_DOWN);
+  s->ReleaseBrain(slot);
+  // A create after both releases is served in order, so both releases ran before it.
+  const int again = CreateBrain(*s, 10);
+  EXPECT_GE(again, 0);
+  EXPECT_EQ(s->releases(), 1);
+  EXPECT_EQ(s->double_releases(), 1);
+  EXPECT_EQ(s->brain_cycle(again), 0u);
+}
+
+TEST(BatchSchedulerTest, DrainAnswersPendingShuttingDownAndRefusesAfter) {
+  auto s = StartScheduler(Options(2, 2, std::chrono::seconds(5)));
+  ASSERT_NE(s, nullptr);
+  const int slot = CreateBrain(*s, 3);
+  RecordingSink sink;
+  s->Submit(slot, &sink, Frame(1, kValues));
+  s->Drain();
+  ASSERT_TRUE(sink.WaitFor(1));
+  EXPECT_EQ(sink.answers()[0].status, brain::v1::SHUTTING_DOWN);
+  s->Submit(slot, &sink, Frame(2, kValues));
+  ASSERT_EQ(sink.size(), 2u) << "answered at once after the drain";
+  EXPECT_EQ(sink.answers()[1].status, brain::v1::SHUTTING_DOWN);
+  absl::Notification created;
+  s->CreateBrain(BrainSpec{1, kSensors, kMotors, true}, [&](absl::StatusOr<int> r) {
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+    created.Notify();
+  });
+  EXPECT_TRUE(created.HasBeenNotified());
+  s->Stop();
+  s->Stop();
+  s->Submit(slot, &sink, Frame(3, kValues));
+  EXPECT_EQ(sink.size(), 3u);
+}
+
+TEST(BatchSchedulerTest, UnknownEngineKindFailsToStart) {
+  SchedulerOptions o = Options(2, 2, std::chrono::microseconds(200));
+  o.engine_kind = "quantum";
+  EXPECT_FALSE(BatchScheduler::Start(std::move(o), nullptr).ok());
+}
+
+}  // namespace
+}  // namespace fieldbrain::server

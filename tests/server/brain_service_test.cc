@@ -1,0 +1,383 @@
+// The service in-process over a loopback port, driven with the raw generated stub: stream errors,
+// in-stream frame errors, sessions, resume, limits, shutdown.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "raw_stream.h"
+#include "server/brain_server.h"
+
+namespace fieldbrain::server {
+namespace {
+
+using brain::v1::CycleResponse;
+using brain::v1::MotorFrame;
+using brain::v1::Welcome;
+using testing::FrameRequest;
+using testing::MakeHello;
+using testing::RawStream;
+using ::testing::HasSubstr;
+
+const std::vector<float> kGood = {0.1f, -0.4f, 0.9f, 0.0f};
+
+ServerConfig TestConfig() {
+  ServerConfig c;
+  c.listen = "127.0.0.1:0";
+  c.engine = "cpu";
+  c.field = "small";
+  c.max_robots = 4;
+  c.threads = 1;
+  c.batch_window_us = 200;
+  c.idle_keep_s = 60;
+  c.shutdown_deadline_s = 5;
+  return c;
+}
+
+// Polls `done` until it holds or 20 s pass (for effects that arrive asynchronously).
+template <typename F>
+bool Eventually(F done) {
+  const absl::Time until = absl::Now() + absl::Seconds(20);
+  while (!done()) {
+    if (absl::Now() > until) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+void ExpectSafeStop(const MotorFrame& m, brain::v1::FrameStatus status, uint64_t seq) {
+  EXPECT_EQ(m.status(), status) << brain::v1::FrameStatus_Name(m.status()) << " " << m.detail();
+  EXPECT_EQ(m.seq(), seq);
+  EXPECT_FALSE(m.detail().empty());
+  ASSERT_EQ(m.values_size(), 2);
+  for (float v : m.values()) EXPECT_EQ(v, 0.0f);
+}
+
+class BrainServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer(TestConfig()); }
+
+  void StartServer(const ServerConfig& config) {
+    absl::StatusOr<std::unique_ptr<BrainServer>> s = BrainServer::Start(config, "test");
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = *std::move(s);
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, -1);
+    channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                         grpc::InsecureChannelCredentials(), args);
+    stub_ = brain::v1::Brain::NewStub(channel_);
+  }
+
+  std::unique_ptr<BrainServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<brain::v1::Brain::Stub> stub_;
+};
+
+TEST_F(BrainServiceTest, HelloGetsWelcomeAndFramesGetMotors) {
+  RawStream s(stub_.get());
+  std::optional<Welcome> w = s.Open(MakeHello("r1"));
+  ASSERT_TRUE(w.has_value());
+  EXPECT_FALSE(w->resumed());
+  EXPECT_EQ(w->cycle(), 0u);
+  EXPECT_EQ(w->engine(), "cpu");
+  EXPECT_EQ(w->field().channels(), 32u);
+  EXPECT_EQ(w->field().x(), 16u);
+  EXPECT_EQ(w->limits().max_robots(), 4u);
+  EXPECT_EQ(w->limits().max_message_bytes(), 16u * 1024u);
+  EXPECT_FALSE(w->resume_token().empty());
+  EXPECT_FALSE(w->session_id().empty());
+  EXPECT_NE(w->seed(), 0u);
+  for (uint64_t seq = 10; seq < 13; ++seq) {
+    std::optional<MotorFrame> m = s.Step(FrameRequest(seq, kGood, 0.5f));
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->status(), brain::v1::OK) << m->detail();
+    EXPECT_EQ(m->seq(), seq);
+    EXPECT_EQ(m->cycle(), seq - 9);
+    ASSERT_EQ(m->values_size(), 2);
+    for (float v : m->values()) EXPECT_TRUE(v >= -1.0f && v <= 1.0f);
+    EXPECT_GE(m->confidence(), 0.0f);
+    EXPECT_LE(m->confidence(), 1.0f);
+    EXPECT_TRUE(m->detail().empty());
+  }
+  EXPECT_TRUE(s.Close().ok());
+}
+
+TEST_F(BrainServiceTest, BadFramesAreAnsweredInStreamAndTheStreamStaysUp) {
+  RawStream s(stub_.get());
+  ASSERT_TRUE(s.Open(MakeHello("r1")).has_value());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Bad {
+    brain::v1::CycleRequest frame;
+    brain::v1::FrameStatus status;
+  };
+  const std::vector<Bad> bad = {
+      {FrameRequest(1, {0.1f, 0.2f}), brain::v1::WRONG_SENSOR_COUNT},
+      {FrameRequest(2, {0, 0, 0, 0, 0}), brain::v1::WRONG_SENSOR_COUNT},
+      {FrameRequest(3, {0, nan, 0, 0}), brain::v1::NON_FINITE},
+      {FrameRequest(4, {0, 0, inf, 0}), brain::v1::NON_FINITE},
+      {FrameRequest(5, kGood, inf), brain::v1::NON_FINITE},
+      {FrameRequest(6, kGood, nan), brain::v1::NON_FINITE},
+      {FrameRequest(7, {0, 0, 0, 1.5f}), brain::v1::OUT_OF_RANGE},
+      {FrameRequest(8, {-2.0f, 0, 0, 0}), brain::v1::OUT_OF_RANGE},
+      {FrameRequest(9, kGood, -1.01f), brain::v1::OUT_OF_RANGE},
+  };
+  for (const Bad& b : bad) {
+    std::optional<MotorFrame> m = s.Step(b.frame);
+    ASSERT_TRUE(m.has_value()) << "stream ended on a bad frame";
+    ExpectSafeStop(*m, b.status, b.frame.sensors().seq());
+    EXPECT_EQ(m->cycle(), 0u) << "a rejected frame does not run";
+  }
+  std::optional<MotorFrame> good = s.Step(FrameRequest(100, kGood));
+  ASSERT_TRUE(good.has_value());
+  EXPECT_EQ(good->status(), brain::v1::OK) << good->detail();
+  EXPECT_EQ(good->cycle(), 1u);
+  EXPECT_TRUE(s.Close().ok());
+  const std::string metrics = server_->metrics().Scrape();
+  EXPECT_THAT(metrics, HasSubstr("brain_frames_rejected_total{reason=\"non_finite\"} 4"));
+  EXPECT_THAT(metrics, HasSubstr("brain_frames_rejected_total{reason=\"wrong_sensor_count\"} 2"));
+  EXPECT_THAT(metrics, HasSubstr("brain_frames_rejected_total{reason=\"out_of_range\"} 3"));
+}
+
+TEST_F(BrainServiceTest, FrameBeforeHelloIsInvalidArgument) {
+  RawStream s(stub_.get());
+  ASSERT_TRUE(s.Write(FrameRequest(1, kGood)));
+  const grpc::Status status = s.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "first message must be Hello");
+}
+
+TEST_F(BrainServiceTest, SecondHelloIsInvalidArgument) {
+  RawStream s(stub_.get());
+  ASSERT_TRUE(s.Open(MakeHello("r1")).has_value());
+  ASSERT_TRUE(s.Write(testing::HelloRequest(MakeHello("r1"))));
+  const grpc::Status status = s.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("Hello sent twice"));
+  // The robot's brain was kept: a new stream may take the id again once the old one is gone.
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  RawStream again(stub_.get());
+  EXPECT_TRUE(again.Open(MakeHello("r1")).has_value());
+}
+
+TEST_F(BrainServiceTest, MalformedProfilesAreInvalidArgument) {
+  std::vector<brain::v1::Hello> bad;
+  bad.push_back(MakeHello(""));
+  bad.push_back(MakeHello(std::string(129, 'x')));
+  bad.push_back(MakeHello("r", 0, 2));
+  bad.push_back(MakeHello("r", kMaxSensors + 1, 2));
+  bad.push_back(MakeHello("r", 4, 0));
+  bad.push_back(MakeHello("r", 4, kMaxMotors + 1));
+  brain::v1::Hello names = MakeHello("r");
+  names.mutable_profile()->add_sensor_names("only one");
+  bad.push_back(names);
+  for (const brain::v1::Hello& hello : bad) {
+    RawStream s(stub_.get());
+    EXPECT_FALSE(s.Open(hello).has_value());
+    const grpc::Status status = s.Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << hello.ShortDebugString() << ": " << status.error_message();
+  }
+  RawStream ok(stub_.get());
+  EXPECT_TRUE(ok.Open(MakeHello(std::string(128, 'x'))).has_value());
+}
+
+TEST_F(BrainServiceTest, SecondLiveStreamForOneRobotIsAlreadyExistsAndFirstKeepsWorking) {
+  RawStream first(stub_.get());
+  ASSERT_TRUE(first.Open(MakeHello("twin")).has_value());
+  ASSERT_TRUE(first.Step(FrameRequest(1, kGood)).has_value());
+  RawStream second(stub_.get());
+  EXPECT_FALSE(second.Open(MakeHello("twin")).has_value());
+  const grpc::Status status = second.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_THAT(status.error_message(), HasSubstr("twin"));
+  std::optional<MotorFrame> m = first.Step(FrameRequest(2, kGood));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->status(), brain::v1::OK);
+  EXPECT_EQ(m->cycle(), 2u);
+}
+
+TEST_F(BrainServiceTest, OversizedMessageIsResourceExhausted) {
+  RawStream s(stub_.get());
+  ASSERT_TRUE(s.Open(MakeHello("big")).has_value());
+  std::vector<float> huge(8000, 0.0f);  // 32 KB of floats, over the 16 KiB cap
+  s.Write(FrameRequest(1, huge));
+  const grpc::Status status = s.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  // The server is fine: the robot comes back on a new stream once the old one is detached.
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  RawStream again(stub_.get());
+  ASSERT_TRUE(again.Open(MakeHello("big")).has_value()) << again.Finish().error_message();
+  std::optional<MotorFrame> m = again.Step(FrameRequest(2, kGood));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->status(), brain::v1::OK);
+}
+
+TEST_F(BrainServiceTest, FloodOfBadFramesDoesNotStarveAnotherRobot) {
+  constexpr int kBad = 3000;
+  constexpr int kGoodFrames = 100;
+  RawStream flood(stub_.get());
+  ASSERT_TRUE(flood.Open(MakeHello("flooder")).has_value());
+  std::thread writer([&] {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int i = 0; i < kBad; ++i) {
+      if (!flood.Write(FrameRequest(i, {nan, 0, 0, 0}))) break;
+    }
+  });
+  int flood_answers = 0;
+  bool flood_all_non_finite = true;
+  std::thread reader([&] {
+    while (flood_answers < kBad) {
+      std::optional<CycleResponse> r = flood.Read();
+      if (!r) break;
+      ++flood_answers;
+      flood_all_non_finite &= r->motors().status() == brain::v1::NON_FINITE;
+    }
+  });
+  RawStream calm(stub_.get());
+  ASSERT_TRUE(calm.Open(MakeHello("calm")).has_value());
+  for (int i = 1; i <= kGoodFrames; ++i) {
+    std::optional<MotorFrame> m = calm.Step(FrameRequest(i, kGood));
+    ASSERT_TRUE(m.has_value());
+    ASSERT_EQ(m->status(), brain::v1::OK) << m->detail();
+    EXPECT_EQ(m->cycle(), static_cast<uint64_t>(i));
+  }
+  writer.join();
+  reader.join();
+  EXPECT_EQ(flood_answers, kBad);
+  EXPECT_TRUE(flood_all_non_finite);
+}
+
+TEST_F(BrainServiceTest, ReconnectWithTokenResumesTheSameBrain) {
+  std::optional<Welcome> first;
+  {
+    RawStream s(stub_.get());
+    first = s.Open(MakeHello("rover"));
+    ASSERT_TRUE(first.has_value());
+    for (int i = 1; i <= 3; ++i) ASSERT_TRUE(s.Step(FrameRequest(i, kGood)).has_value());
+    EXPECT_TRUE(s.Close().ok());
+  }
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  brain::v1::Hello hello = MakeHello("rover");
+  hello.set_resume_token(first->resume_token());
+  RawStream s(stub_.get());
+  std::optional<Welcome> w = s.Open(hello);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->resumed());
+  EXPECT_EQ(w->cycle(), 3u);
+  EXPECT_EQ(w->session_id(), first->session_id());
+  EXPECT_EQ(w->seed(), first->seed());
+  std::optional<MotorFrame> m = s.Step(FrameRequest(4, kGood));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->cycle(), 4u) << "the cycle continues";
+  EXPECT_TRUE(s.Close().ok());
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+
+  RawStream fresh_stream(stub_.get());
+  brain::v1::Hello fresh = hello;
+  fresh.set_fresh(true);
+  std::optional<Welcome> f = fresh_stream.Open(fresh);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_FALSE(f->resumed());
+  EXPECT_EQ(f->cycle(), 0u);
+  EXPECT_NE(f->session_id(), first->session_id());
+  EXPECT_EQ(server_->scheduler().double_releases(), 0);
+}
+
+TEST_F(BrainServiceTest, NoFreeSlotIsResourceExhausted) {
+  std::vector<std::unique_ptr<RawStream>> live;
+  for (int i = 0; i < 4; ++i) {
+    live.push_back(std::make_unique<RawStream>(stub_.get()));
+    ASSERT_TRUE(live.back()->Open(MakeHello("robot-" + std::to_string(i))).has_value());
+  }
+  RawStream extra(stub_.get());
+  EXPECT_FALSE(extra.Open(MakeHello("robot-4")).has_value());
+  const grpc::Status status = extra.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("brain slots"));
+  // A robot that leaves frees room: its kept brain is evicted for the newcomer.
+  EXPECT_TRUE(live[0]->Close().ok());
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 3; }));
+  RawStream late(stub_.get());
+  EXPECT_TRUE(late.Open(MakeHello("robot-4")).has_value());
+}
+
+TEST_F(BrainServiceTest, CancelledStreamDetachesAndOthersKeepWorking) {
+  RawStream other(stub_.get());
+  ASSERT_TRUE(other.Open(MakeHello("steady")).has_value());
+  {
+    RawStream doomed(stub_.get());
+    ASSERT_TRUE(doomed.Open(MakeHello("doomed")).has_value());
+    for (int i = 0; i < 20; ++i) doomed.Write(FrameRequest(i, kGood));
+    doomed.Cancel();
+  }
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 1; }));
+  EXPECT_EQ(server_->sessions().kept(), 1);
+  for (int i = 1; i <= 20; ++i) {
+    std::optional<MotorFrame> m = other.Step(FrameRequest(i, kGood));
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->status(), brain::v1::OK);
+  }
+}
+
+TEST_F(BrainServiceTest, GetServerInfoReportsEngineLimitsAndSessions) {
+  RawStream s(stub_.get());
+  ASSERT_TRUE(s.Open(MakeHello("r1")).has_value());
+  ASSERT_TRUE(s.Step(FrameRequest(1, kGood)).has_value());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  brain::v1::ServerInfo info;
+  ASSERT_TRUE(stub_->GetServerInfo(&ctx, {}, &info).ok());
+  EXPECT_EQ(info.version(), "test");
+  EXPECT_EQ(info.engine(), "cpu");
+  EXPECT_FALSE(info.device().empty());
+  EXPECT_EQ(info.field().channels(), 32u);
+  EXPECT_EQ(info.limits().max_sensors(), static_cast<uint32_t>(kMaxSensors));
+  EXPECT_EQ(info.sessions_active(), 1u);
+  EXPECT_EQ(info.cycles_total(), 1u);
+}
+
+TEST_F(BrainServiceTest, ShutdownEndsStreamsWithUnavailableAndRefusesNewOnes) {
+  RawStream s(stub_.get());
+  ASSERT_TRUE(s.Open(MakeHello("r1")).has_value());
+  ASSERT_TRUE(s.Step(FrameRequest(1, kGood)).has_value());
+  std::thread stopper([&] { server_->Shutdown(); });
+  const grpc::Status status = s.Finish();
+  stopper.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  RawStream after(stub_.get(), absl::Seconds(5));
+  EXPECT_FALSE(after.Open(MakeHello("r2")).has_value());
+  EXPECT_EQ(after.Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(server_->scheduler().double_releases(), 0);
+}
+
+
+TEST_F(BrainServiceTest, ShutdownAnswersPendingFramesShuttingDown) {
+  server_.reset();
+  ServerConfig slow = TestConfig();
+  slow.batch_window_us = 1'000'000;  // a lone robot's frame waits here when shutdown begins
+  StartServer(slow);
+  RawStream s(stub_.get());
+  ASSERT_TRUE(s.Open(MakeHello("r1")).has_value());
+  ASSERT_TRUE(s.Write(FrameRequest(7, kGood)));
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().pending() == 1; }));
+  std::thread stopper([&] { server_->Shutdown(); });
+  std::optional<CycleResponse> r = s.Read();
+  const grpc::Status status = s.Finish();
+  stopper.join();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_TRUE(r->has_motors());
+  ExpectSafeStop(r->motors(), brain::v1::SHUTTING_DOWN, 7);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_EQ(server_->scheduler().cycles_total(), 0u);
+}
+
+}  // namespace
+}  // namespace fieldbrain::server

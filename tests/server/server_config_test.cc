@@ -1,0 +1,78 @@
+#include "server/server_config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fieldbrain::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ServerConfigTest, DefaultsAreValid) {
+  const ServerConfig c;
+  EXPECT_TRUE(ValidateConfig(c).ok()) << ValidateConfig(c);
+  EXPECT_EQ(EffectiveMaxBatch(c), 64);
+  const EngineConfig e = MakeEngineConfig(c);
+  EXPECT_EQ(e.shape, FieldShape::Default());
+  EXPECT_EQ(e.max_robots, 64);
+  EXPECT_EQ(e.max_batch, 64);
+  const brain::v1::ServerLimits l = MakeLimits(c);
+  EXPECT_EQ(l.max_sensors(), static_cast<uint32_t>(kMaxSensors));
+  EXPECT_EQ(l.max_motors(), static_cast<uint32_t>(kMaxMotors));
+  EXPECT_EQ(l.max_message_bytes(), 16u * 1024u);
+  EXPECT_EQ(l.max_robots(), 64u);
+}
+
+TEST(ServerConfigTest, SmallFieldAndExplicitBatch) {
+  ServerConfig c;
+  c.field = "small";
+  c.max_robots = 8;
+  c.max_batch = 4;
+  ASSERT_TRUE(ValidateConfig(c).ok());
+  EXPECT_EQ(MakeEngineConfig(c).shape, FieldShape::Small());
+  EXPECT_EQ(MakeEngineConfig(c).max_batch, 4);
+}
+
+struct BadCase {
+  const char* name;
+  void (*mutate)(ServerConfig&);
+  const char* message_has;
+};
+
+class BadConfigTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadConfigTest, IsInvalidArgumentNamingTheFlag) {
+  ServerConfig c;
+  GetParam().mutate(c);
+  const absl::Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(GetParam().message_has));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadConfigTest,
+    ::testing::Values(
+        BadCase{"listen_no_port", [](ServerConfig& c) { c.listen = "localhost"; }, "--listen"},
+        BadCase{"listen_bad_port", [](ServerConfig& c) { c.listen = "127.0.0.1:99999"; },
+                "bad port"},
+        BadCase{"listen_letters", [](ServerConfig& c) { c.listen = "127.0.0.1:http"; },
+                "bad port"},
+        BadCase{"engine", [](ServerConfig& c) { c.engine = "tpu"; }, "--engine"},
+        BadCase{"field", [](ServerConfig& c) { c.field = "huge"; }, "--field"},
+        BadCase{"max_robots_zero", [](ServerConfig& c) { c.max_robots = 0; }, "--max_robots"},
+        BadCase{"max_batch_over", [](ServerConfig& c) { c.max_batch = 65; }, "--max_batch"},
+        BadCase{"max_batch_negative", [](ServerConfig& c) { c.max_batch = -1; }, "--max_batch"},
+        BadCase{"window_negative", [](ServerConfig& c) { c.batch_window_us = -5; },
+                "--batch_window_us"},
+        BadCase{"message_tiny", [](ServerConfig& c) { c.max_message_bytes = 10; },
+                "--max_message_bytes"},
+        BadCase{"idle_negative", [](ServerConfig& c) { c.idle_keep_s = -1; }, "--idle_keep_s"},
+        BadCase{"shutdown_negative", [](ServerConfig& c) { c.shutdown_deadline_s = -1; },
+                "--shutdown_deadline_s"},
+        BadCase{"metrics_listen", [](ServerConfig& c) { c.metrics_listen = "9464"; },
+                "--metrics_listen"},
+        BadCase{"threads", [](ServerConfig& c) { c.threads = -2; }, "--threads"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace fieldbrain::server

@@ -1,0 +1,78 @@
+#include "server_process.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/time/clock.h"
+
+extern char** environ;
+
+namespace fieldbrain::server::testing {
+
+int PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::optional<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  // posix_spawn, not fork: the test process runs gRPC threads.
+  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return std::nullopt;
+  return ChildProcess(pid);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), status_(other.status_) {
+  other.pid_ = -1;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && running()) {
+    kill(pid_, SIGKILL);
+    WaitExit(absl::Seconds(30));
+  }
+}
+
+void ChildProcess::Signal(int sig) const {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+bool ChildProcess::running() {
+  if (pid_ <= 0 || status_.has_value()) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    status_ = status;
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> ChildProcess::WaitExit(absl::Duration timeout) {
+  const absl::Time until = absl::Now() + timeout;
+  while (running()) {
+    if (absl::Now() > until) return std::nullopt;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return status_;
+}
+
+}  // namespace fieldbrain::server::testing

@@ -1,0 +1,241 @@
+#include "server/session_table.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fieldbrain::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+brain::v1::Hello MakeHello(const std::string& id, const std::string& token = "",
+                           bool fresh = false, uint64_t seed = 0, uint32_t sensors = 4) {
+  brain::v1::Hello h;
+  h.mutable_profile()->set_robot_id(id);
+  h.mutable_profile()->set_sensor_count(sensors);
+  h.mutable_profile()->set_motor_count(2);
+  h.set_resume_token(token);
+  h.set_fresh(fresh);
+  h.set_seed(seed);
+  return h;
+}
+
+class SessionTableTest : public ::testing::Test {
+ protected:
+  explicit SessionTableTest(int capacity = 4, absl::Duration keep = absl::Seconds(60))
+      : table_(capacity, keep, [this](int slot) { released_.push_back(slot); }) {}
+
+  // Attach + create, as the service does: a new brain gets the next free slot.
+  SessionGrant Connect(const brain::v1::Hello& hello, StreamId stream) {
+    absl::StatusOr<SessionGrant> g = table_.Attach(hello, stream, now_);
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (!g.ok()) return {};
+    if (g->needs_brain()) {
+      g->slot = next_slot_++;
+      table_.CompleteCreate(hello.profile().robot_id(), stream, g->slot);
+    }
+    return *g;
+  }
+
+  absl::Time now_ = kT0;
+  int next_slot_ = 0;
+  std::vector<int> released_;
+  SessionTable table_;
+};
+
+TEST_F(SessionTableTest, NewRobotGetsReservationSeedAndToken) {
+  absl::StatusOr<SessionGrant> g = table_.Attach(MakeHello("r1"), 1, now_);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->needs_brain());
+  EXPECT_FALSE(g->resumed);
+  EXPECT_NE(g->seed, 0u) << "seed 0 means: the server picks one";
+  EXPECT_EQ(g->resume_token.size(), 32u);
+  EXPECT_FALSE(g->session_id.empty());
+  EXPECT_EQ(table_.live(), 1);
+  EXPECT_EQ(table_.slots_held(), 1);
+  table_.CompleteCreate("r1", 1, 0);
+  EXPECT_EQ(table_.slots_held(), 1);
+
+  absl::StatusOr<SessionGrant> seeded = table_.Attach(MakeHello("r2", "", false, 42), 2, now_);
+  ASSERT_TRUE(seeded.ok());
+  EXPECT_EQ(seeded->seed, 42u);
+  EXPECT_NE(seeded->resume_token, g->resume_token);
+}
+
+TEST_F(SessionTableTest, SecondLiveStreamForOneIdIsAlreadyExists) {
+  Connect(MakeHello("r1"), 1);
+  absl::StatusOr<SessionGrant> dup = table_.Attach(MakeHello("r1"), 2, now_);
+  EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(dup.status().message(), HasSubstr("already has a live stream"));
+  // Also while the first one's brain is still being created.
+  ASSERT_TRUE(table_.Attach(MakeHello("r2"), 3, now_).ok());
+  EXPECT_EQ(table_.Attach(MakeHello("r2"), 4, now_).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(released_, IsEmpty());
+  EXPECT_EQ(table_.live(), 2);
+}
+
+TEST_F(SessionTableTest, ResumeWithTokenGetsTheSameBrain) {
+  const SessionGrant first = Connect(MakeHello("r1"), 1);
+  table_.Detach("r1", 1, now_);
+  EXPECT_EQ(table_.live(), 0);
+  EXPECT_EQ(table_.kept(), 1);
+  now_ += absl::Seconds(59);
+  const SessionGrant again = Connect(MakeHello("r1", first.resume_token), 2);
+  EXPECT_TRUE(again.resumed);
+  EXPECT_EQ(again.slot, first.slot);
+  EXPECT_EQ(again.seed, first.seed);
+  EXPECT_EQ(again.session_id, first.session_id);
+  EXPECT_EQ(again.resume_token, first.resume_token);
+  EXPECT_THAT(released_, IsEmpty());
+  EXPECT_EQ(table_.live(), 1);
+}
+
+TEST_F(SessionTableTest, NoTokenWrongTokenOrFreshGetANewBrainAndFreeTheOld) {
+  SessionGrant g = Connect(MakeHello("r1"), 1);
+  table_.Detach("r1", 1, now_);
+  SessionGrant no_token = Connect(MakeHello("r1"), 2);
+  EXPECT_FALSE(no_token.resumed);
+  EXPECT_NE(no_token.slot, g.slot);
+  EXPECT_THAT(released_, ElementsAre(g.slot));
+
+  table_.Detach("r1", 2, now_);
+  SessionGrant wrong = Connect(MakeHello("r1", "00112233445566778899aabbccddeeff"), 3);
+  EXPECT_FALSE(wrong.resumed);
+  EXPECT_THAT(released_, ElementsAre(g.slot, no_token.slot));
+
+  table_.Detach("r1", 3, now_);
+  SessionGrant fresh = Connect(MakeHello("r1", wrong.resume_token, /*fresh=*/true), 4);
+  EXPECT_FALSE(fresh.resumed);
+  EXPECT_THAT(released_, ElementsAre(g.slot, no_token.slot, wrong.slot));
+  EXPECT_EQ(table_.slots_held(), 1);
+}
+
+TEST_F(SessionTableTest, ChangedSensorCountIsNotResumed) {
+  SessionGrant g = Connect(MakeHello("r1"), 1);
+  table_.Detach("r1", 1, now_);
+  SessionGrant other = Connect(MakeHello("r1", g.resume_token, false, 0, /*sensors=*/5), 2);
+  EXPECT_FALSE(other.resumed);
+  EXPECT_THAT(released_, ElementsAre(g.slot));
+}
+
+TEST_F(SessionTableTest, IdleBrainExpiresOnceAndIsNotResumedAfter) {
+  SessionGrant g = Connect(MakeHello("r1"), 1);
+  table_.Detach("r1", 1, now_);
+  EXPECT_EQ(table_.ExpireIdle(now_ + absl::Seconds(59)), 0);
+  EXPECT_THAT(released_, IsEmpty());
+  EXPECT_EQ(table_.ExpireIdle(now_ + absl::Seconds(60)), 1);
+  EXPECT_EQ(table_.ExpireIdle(now_ + absl::Seconds(61)), 0);
+  EXPECT_THAT(released_, ElementsAre(g.slot));
+  EXPECT_EQ(table_.kept(), 0);
+  EXPECT_EQ(table_.slots_held(), 0);
+
+  now_ += absl::Seconds(61);
+  SessionGrant late = Connect(MakeHello("r1", g.resume_token), 2);
+  EXPECT_FALSE(late.resumed);
+  EXPECT_THAT(released_, ElementsAre(g.slot)) << "nothing more to free";
+}
+
+TEST_F(SessionTableTest, ExpiredButNotYetReapedIsNotResumed) {
+  SessionGrant g = Connect(MakeHello("r1"), 1);
+  table_.Detach("r1", 1, now_);
+  now_ += absl::Seconds(60);
+  SessionGrant late = Connect(MakeHello("r1", g.resume_token), 2);
+  EXPECT_FALSE(late.resumed);
+  EXPECT_THAT(released_, ElementsAre(g.slot));
+}
+
+TEST_F(SessionTableTest, ReleaseIsIdempotentAcrossDetachExpiryAndStaleStreams) {
+  SessionGrant g = Connect(MakeHello("r1"), 1);
+  table_.Detach("r1", 1, now_);
+  table_.Detach("r1", 1, now_);  // a cancelled stream reporting twice
+  table_.Detach("r1", 99, now_);  // a stream that never owned it
+  SessionGrant resumed = Connect(MakeHello("r1", g.resume_token), 2);
+  ASSERT_TRUE(resumed.resumed);
+  table_.Detach("r1", 1, now_);  // the old stream's late report must not detach the new one
+  EXPECT_EQ(table_.live(), 1);
+  EXPECT_EQ(table_.ExpireIdle(now_ + absl::Hours(1)), 0);
+  table_.Detach("r1", 2, now_);
+  EXPECT_EQ(table_.ExpireIdle(now_ + absl::Hours(1)), 1);
+  EXPECT_EQ(table_.ExpireIdle(now_ + absl::Hours(2)), 0);
+  table_.Detach("r1", 2, now_);
+  EXPECT_THAT(released_, ElementsAre(g.slot));
+  EXPECT_EQ(table_.slots_released(), 1);
+  EXPECT_EQ(table_.slots_held(), 0);
+  EXPECT_EQ(table_.live(), 0);
+}
+
+TEST_F(SessionTableTest, AbortedCreateFreesTheIdAndTheReservation) {
+  ASSERT_TRUE(table_.Attach(MakeHello("r1"), 1, now_).ok());
+  EXPECT_EQ(table_.slots_held(), 1);
+  table_.AbortCreate("r1", 1);
+  EXPECT_EQ(table_.slots_held(), 0);
+  EXPECT_EQ(table_.live(), 0);
+  EXPECT_TRUE(table_.Attach(MakeHello("r1"), 2, now_).ok());
+  EXPECT_THAT(released_, IsEmpty());
+}
+
+TEST_F(SessionTableTest, StreamEndingDuringCreateKeepsTheBrainUntilExpiry) {
+  ASSERT_TRUE(table_.Attach(MakeHello("r1"), 1, now_).ok());
+  table_.Detach("r1", 1, now_);  // cancelled while the engine was creating the brain
+  EXPECT_EQ(table_.live(), 0);
+  table_.CompleteCreate("r1", 1, 5);
+  EXPECT_EQ(table_.slots_held(), 1);
+  EXPECT_EQ(table_.ExpireIdle(now_ + absl::Seconds(60)), 1);
+  EXPECT_THAT(released_, ElementsAre(5));
+  EXPECT_EQ(table_.slots_held(), 0);
+}
+
+TEST_F(SessionTableTest, BrainForAVanishedReservationIsReleased) {
+  ASSERT_TRUE(table_.Attach(MakeHello("r1"), 1, now_).ok());
+  table_.Detach("r1", 1, now_);
+  ASSERT_TRUE(table_.Attach(MakeHello("r1"), 2, now_).ok());  // replaces the pending one
+  table_.CompleteCreate("r1", 1, 7);  // the first brain arrives for nobody
+  EXPECT_THAT(released_, ElementsAre(7));
+  table_.CompleteCreate("r1", 2, 8);
+  EXPECT_EQ(table_.slots_held(), 1);
+}
+
+class SmallSessionTableTest : public SessionTableTest {
+ protected:
+  SmallSessionTableTest() : SessionTableTest(/*capacity=*/2) {}
+};
+
+TEST_F(SmallSessionTableTest, FullPoolEvictsTheLongestDetachedElseExhausted) {
+  SessionGrant a = Connect(MakeHello("a"), 1);
+  SessionGrant b = Connect(MakeHello("b"), 2);
+  absl::StatusOr<SessionGrant> c = table_.Attach(MakeHello("c"), 3, now_);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(c.status().message(), HasSubstr("2 brain slots"));
+
+  table_.Detach("b", 2, now_);
+  table_.Detach("a", 1, now_ + absl::Seconds(1));
+  Connect(MakeHello("c"), 3);
+  EXPECT_THAT(released_, ElementsAre(b.slot)) << "b was detached longest";
+  EXPECT_EQ(table_.slots_held(), 2);
+  SessionGrant a_again = Connect(MakeHello("a", a.resume_token), 4);
+  EXPECT_TRUE(a_again.resumed);
+}
+
+class NoKeepSessionTableTest : public SessionTableTest {
+ protected:
+  NoKeepSessionTableTest() : SessionTableTest(4, absl::ZeroDuration()) {}
+};
+
+TEST_F(NoKeepSessionTableTest, DetachReleasesAtOnce) {
+  SessionGrant g = Connect(MakeHello("r1"), 1);
+  table_.Detach("r1", 1, now_);
+  EXPECT_THAT(released_, ElementsAre(g.slot));
+  EXPECT_EQ(table_.kept(), 0);
+  EXPECT_EQ(table_.live(), 0);
+  EXPECT_EQ(table_.slots_held(), 0);
+}
+
+}  // namespace
+}  // namespace fieldbrain::server
