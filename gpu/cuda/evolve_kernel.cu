@@ -103,10 +103,10 @@ __global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArg
   }
 
   // ---- Phase A: cross-channel terms of F_t at this thread's 4 voxels.
-  auto voxel = [&](const float* base, int c) { return base + sh.index(c, x, y, z0); };
+  auto voxel = [&](int c) { return sh.index(c, x, y, z0); };  // this thread's first voxel in channel c
   Quad mem_sum = Zero();
   for (int ch = content; ch < content + memory; ++ch) {
-    const Quad f = LoadGlobal(voxel(F, ch));
+    const Quad f = LoadGlobal(F + voxel(ch));
 #pragma unroll
     for (int e = 0; e < 4; ++e) mem_sum.v[e] += f.v[e];
   }
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArg
   for (int r = 0; r < q; ++r) {
     Quad a_abs = Zero(), a_sum = Zero(), a_sq = Zero(), a_quiet = Zero();
     for (int ch = r; ch < content; ch += q) {
-      const Quad f = LoadGlobal(voxel(F, ch));
+      const Quad f = LoadGlobal(F + voxel(ch));
       float* gm = group_mean + (ch / gs) * V + v0;
       Quad m = LoadShared(gm);
 #pragma unroll
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArg
     }
     Quad d[4];
 #pragma unroll
-    for (int quarter = 0; quarter < 4; ++quarter) d[quarter] = LoadGlobal(voxel(F, sh.dyn_channel(quarter, r)));
+    for (int quarter = 0; quarter < 4; ++quarter) d[quarter] = LoadGlobal(F + voxel(sh.dyn_channel(quarter, r)));
     Quad lam, diff, eta, coupling, d_next[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArg
     Store(rate(kEta, r) + v0, eta);
     Store(rate(kCoupling, r) + v0, coupling);
 #pragma unroll
-    for (int quarter = 0; quarter < 4; ++quarter) Store(voxel(out, sh.dyn_channel(quarter, r)), d_next[quarter]);
+    for (int quarter = 0; quarter < 4; ++quarter) Store(out + voxel(sh.dyn_channel(quarter, r)), d_next[quarter]);
   }
   for (int g = 0; g < kContentGroups; ++g) {
     float* gm = group_mean + g * V + v0;
@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArg
         o.v[e] = model::memory_next(o.v[e], gm[e], recalled);
       }
     }
-    Store(out + sh.index(ch, x, y, z0), o);
+    Store(out + voxel(ch), o);
   }
   __syncthreads();  // every A_g sum of the tile complete
 

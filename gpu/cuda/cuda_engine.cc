@@ -1,0 +1,339 @@
+// The CUDA engine: host side (compiled by the C++ compiler; the kernels are behind launch.h).
+//
+// Resources, all made once in Init() and owned by RAII members: one stream, four timing events,
+// the brain pool (one cudaMalloc laid out by FieldPool), one device workspace, one pinned block
+// (input staging + output rows), and the cycle graphs. RunBatch allocates nothing, makes one
+// host-to-device and one device-to-host copy, and synchronises once.
+#include "gpu/cuda/cuda_engine.h"
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gpu/cuda/cuda_check.h"
+#include "gpu/cuda/cycle_graph.h"
+#include "gpu/cuda/device_buffer.h"
+#include "gpu/cuda/evolve_plan.h"
+#include "gpu/cuda/launch.h"
+#include "gpu/cuda/staging.h"
+#include "gpu/field_pool.h"
+#include "gpu/robot_params.h"
+
+namespace fieldbrain::cuda {
+namespace {
+
+constexpr int kDevice = 0;
+constexpr int kMaxGridZ = 65535;  // batch rows are the evolve grid's z dimension
+constexpr int kMinComputeMajor = 9;
+
+// Event i is recorded before stage i; stage i runs between events i and i + 1.
+constexpr int kEvents = 4;
+constexpr std::array<Stage, kEvents - 1> kEventStages = {Stage::kPredict, Stage::kEvolve, Stage::kMotor};
+
+absl::Status CheckConfig(const EngineConfig& c) {
+  if (!c.shape.valid())
+    return absl::InvalidArgumentError(absl::StrCat("invalid field shape ", c.shape.channels, "x", c.shape.nx, "x",
+                                                   c.shape.ny, "x", c.shape.nz));
+  if (c.max_robots < 1) return absl::InvalidArgumentError("max_robots must be at least 1");
+  if (c.max_batch < 1 || c.max_batch > c.max_robots || c.max_batch > kMaxGridZ)
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch must be in 1..max_robots (", c.max_robots, ") and at most ", kMaxGridZ));
+  return absl::OkStatus();
+}
+
+class CudaEngine final : public Engine {
+ public:
+  CudaEngine(const EngineConfig& config, const CudaEngineOptions& options, const EvolveTile& tile, std::string name)
+      : config_(config),
+        options_(options),
+        pool_(config.shape, config.max_robots, config.max_batch),
+        tile_(tile),
+        layout_(config.max_batch, tile.blocks_per_robot, kPartialFloats),
+        device_name_(std::move(name)) {}
+
+  absl::Status Init();
+
+  std::string_view kind() const override { return "cuda"; }
+  std::string device_name() const override { return device_name_; }
+  const EngineConfig& config() const override { return config_; }
+  int64_t pool_bytes() const override { return pool_.bytes(); }
+  int brains_active() const override { return pool_.active(); }
+  std::span<BatchInputRow> inputs() override { return inputs_; }
+  std::span<const BatchOutputRow> outputs() const override { return outputs_; }
+  void set_timing_sink(StageTimingSink* sink) override { sink_ = sink; }
+  bool ReleaseBrain(int slot) override { return pool_.Release(slot); }
+
+  absl::StatusOr<int> CreateBrain(const BrainSpec& spec) override;
+  absl::Status RunBatch(int n) override;
+  absl::StatusOr<BrainSnapshot> Snapshot(int slot) override;
+  absl::Status Restore(int slot, const BrainSnapshot& snapshot) override;
+
+  const CudaCounters& counters() const { return counters_; }
+
+ private:
+  // Puts one cycle on the stream: the input copy, the kernels for `grid_rows` rows, the output
+  // copy; copies cover `copy_rows` rows. Timing events only when `timed`.
+  absl::Status EnqueueCycle(int grid_rows, int copy_rows, bool timed, bool capturing, CudaCounters& counters);
+  absl::Status RecordEvent(int i, bool capturing);
+  absl::Status ReportStages(int n);
+  absl::Status InitBrain(int slot, const RobotParams& params, uint64_t seed);
+
+  float* Field(int buffer) const { return pool_mem_.at<float>(pool_.field_offset(buffer)); }
+  float* Pattern(int slot) const { return pool_mem_.at<float>(pool_.pattern_offset(slot)); }
+  RobotParams* Params(int slot) const { return pool_mem_.at<RobotParams>(pool_.params_offset(slot)); }
+  RobotState* State(int slot) const { return pool_mem_.at<RobotState>(pool_.state_offset(slot)); }
+  int64_t PatternFloats() const { return int64_t(config_.shape.memory()) * config_.shape.coarse_voxels(); }
+
+  EngineConfig config_;
+  CudaEngineOptions options_;
+  FieldPool pool_;
+  EvolveTile tile_;
+  StagingLayout layout_;
+  std::string device_name_;
+  CudaCounters counters_;
+  StageTimingSink* sink_ = nullptr;
+
+  // Declared before what uses them, so they are destroyed after.
+  Stream stream_;
+  std::array<Event, kEvents> events_;
+  DeviceBuffer pool_mem_;
+  DeviceBuffer workspace_;
+  PinnedBuffer pinned_;
+  std::span<BatchInputRow> inputs_;
+  std::span<BatchOutputRow> outputs_;
+  CycleArgs args_;
+  std::vector<int> buckets_;
+  std::array<std::vector<CycleGraph>, 2> graphs_;  // [timed][bucket]
+};
+
+absl::Status CudaEngine::Init() {
+  FB_CUDA_CHECK(cudaSetDevice(kDevice));
+  cudaStream_t stream = nullptr;
+  FB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_ = Stream(stream);
+  for (Event& event : events_) {
+    cudaEvent_t e = nullptr;
+    FB_CUDA_CHECK(cudaEventCreate(&e));
+    event = Event(e);
+  }
+
+  if (cudaError_t e = AllocateDevice(counters_, size_t(pool_.bytes()), pool_mem_); e != cudaSuccess)
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the brain pool of ", pool_.bytes(),
+                                                     " bytes on ", device_name_, ": ", cudaGetErrorString(e)));
+  FB_CUDA_CHECK(AllocateDevice(counters_, size_t(layout_.workspace_bytes), workspace_));
+  FB_CUDA_CHECK(AllocatePinned(counters_, size_t(layout_.pinned_bytes), pinned_));
+  FB_CUDA_CHECK(cudaMemsetAsync(workspace_.data(), 0, workspace_.bytes(), stream_.get()));
+  std::memset(pinned_.data(), 0, pinned_.bytes());
+
+  const int n = config_.max_batch;
+  inputs_ = std::span<BatchInputRow>(pinned_.at<BatchInputRow>(layout_.rows_at), size_t(n));
+  outputs_ = std::span<BatchOutputRow>(pinned_.at<BatchOutputRow>(layout_.pinned_outputs_at), size_t(n));
+  std::uninitialized_default_construct(inputs_.begin(), inputs_.end());
+  std::uninitialized_default_construct(outputs_.begin(), outputs_.end());
+
+  args_.shape = config_.shape;
+  args_.tile = tile_;
+  args_.count = workspace_.at<int32_t>(layout_.count_at);
+  args_.field_in = workspace_.at<int64_t>(layout_.field_in_at);
+  args_.field_out = workspace_.at<int64_t>(layout_.field_out_at);
+  args_.rows = workspace_.at<BatchInputRow>(layout_.rows_at);
+  args_.pool = pool_mem_.data();
+  args_.params = Params(0);
+  args_.states = State(0);
+  args_.patterns = Pattern(0);
+  args_.pattern_stride = pool_.pattern_bytes() / int64_t(sizeof(float));
+  args_.errors = workspace_.at<float>(layout_.ws_errors_at);
+  args_.explore = workspace_.at<float>(layout_.ws_explore_at);
+  args_.partials = workspace_.at<float>(layout_.ws_partials_at);
+  args_.outputs = workspace_.at<BatchOutputRow>(layout_.ws_outputs_at);
+
+  FB_CUDA_CHECK(PrepareEvolve(tile_));
+  FB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // the stream idle before any capture
+  buckets_ = BatchBuckets(n);
+  if (options_.use_graphs) {
+    CudaCounters capture_only;  // capture enqueues nothing that runs; launches count the nodes
+    for (int timed = 0; timed < 2; ++timed)
+      for (int rows : buckets_) {
+        absl::StatusOr<CycleGraph> graph = CycleGraph::Capture(
+            stream_.get(), [&] { return EnqueueCycle(rows, rows, timed != 0, true, capture_only); });
+        if (!graph.ok()) return graph.status();
+        graphs_[timed].push_back(*std::move(graph));
+      }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaEngine::RecordEvent(int i, bool capturing) {
+  FB_CUDA_CHECK(cudaEventRecordWithFlags(events_[i].get(), stream_.get(),
+                                         capturing ? cudaEventRecordExternal : cudaEventRecordDefault));
+  return absl::OkStatus();
+}
+
+absl::Status CudaEngine::EnqueueCycle(int grid_rows, int copy_rows, bool timed, bool capturing,
+                                      CudaCounters& counters) {
+  cudaStream_t s = stream_.get();
+  FB_CUDA_CHECK(CopyAsync(counters, workspace_.data(), pinned_.data(), size_t(layout_.input_copy_bytes(copy_rows)),
+                          cudaMemcpyHostToDevice, s));
+  if (timed) FB_RETURN_IF_ERROR(RecordEvent(0, capturing));
+  FB_CUDA_CHECK(LaunchOpenCycle(args_, grid_rows, s));
+  if (timed) FB_RETURN_IF_ERROR(RecordEvent(1, capturing));
+  FB_CUDA_CHECK(LaunchEvolve(args_, grid_rows, s));
+  if (timed) FB_RETURN_IF_ERROR(RecordEvent(2, capturing));
+  FB_CUDA_CHECK(LaunchCloseCycle(args_, grid_rows, s));
+  if (timed) FB_RETURN_IF_ERROR(RecordEvent(3, capturing));
+  FB_CUDA_CHECK(CopyAsync(counters, pinned_.at<std::byte>(layout_.pinned_outputs_at),
+                          workspace_.at<std::byte>(layout_.ws_outputs_at),
+                          size_t(layout_.output_copy_bytes(copy_rows)), cudaMemcpyDeviceToHost, s));
+  return absl::OkStatus();
+}
+
+absl::Status CudaEngine::RunBatch(int n) {
+  if (n < 1 || n > config_.max_batch)
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch of ", n, " rows; this engine takes 1 to ", config_.max_batch));
+  const std::span<const BatchInputRow> rows(inputs_.data(), size_t(n));
+  FB_RETURN_IF_ERROR(pool_.ValidateBatch(rows));
+  FB_CUDA_CHECK(cudaSetDevice(kDevice));
+
+  *pinned_.at<int32_t>(layout_.count_at) = n;
+  int64_t* field_in = pinned_.at<int64_t>(layout_.field_in_at);
+  int64_t* field_out = pinned_.at<int64_t>(layout_.field_out_at);
+  for (int r = 0; r < n; ++r) {
+    field_in[r] = pool_.field_offset(pool_.current_buffer(rows[r].slot));
+    field_out[r] = pool_.field_offset(pool_.spare_buffer(r));
+  }
+
+  const bool timed = sink_ != nullptr;
+  if (options_.use_graphs) {
+    FB_RETURN_IF_ERROR(graphs_[timed ? 1 : 0][size_t(BucketIndex(buckets_, n))].Launch(stream_.get(), counters_));
+  } else {
+    FB_RETURN_IF_ERROR(EnqueueCycle(n, n, timed, false, counters_));
+  }
+  FB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  pool_.CommitBatch(rows);
+  ++counters_.batches;
+  if (timed) return ReportStages(n);
+  return absl::OkStatus();
+}
+
+absl::Status CudaEngine::ReportStages(int n) {
+  for (int i = 0; i + 1 < kEvents; ++i) {
+    float ms = 0.0f;
+    FB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].get(), events_[i + 1].get()));
+    sink_->RecordStage(kEventStages[size_t(i)], double(ms) * 1e-3, n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaEngine::InitBrain(int slot, const RobotParams& params, uint64_t seed) {
+  FB_CUDA_CHECK(cudaSetDevice(kDevice));
+  const auto state = std::make_unique<RobotState>();
+  cudaStream_t s = stream_.get();
+  FB_CUDA_CHECK(CopyAsync(counters_, Params(slot), &params, sizeof(RobotParams), cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, State(slot), state.get(), sizeof(RobotState), cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(LaunchInitField(Field(pool_.current_buffer(slot)), config_.shape, seed, s));
+  FB_CUDA_CHECK(cudaMemsetAsync(Pattern(slot), 0, size_t(pool_.pattern_bytes()), s));
+  FB_CUDA_CHECK(cudaStreamSynchronize(s));  // before `params` and `state` go away
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> CudaEngine::CreateBrain(const BrainSpec& spec) {
+  absl::StatusOr<RobotParams> params = MakeRobotParams(spec, config_.shape);
+  if (!params.ok()) return params.status();
+  absl::StatusOr<int> slot = pool_.Acquire();
+  if (!slot.ok()) return slot.status();
+  if (absl::Status s = InitBrain(*slot, *params, spec.seed); !s.ok()) {
+    pool_.Release(*slot);
+    return s;
+  }
+  return *slot;
+}
+
+absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
+  if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
+  FB_CUDA_CHECK(cudaSetDevice(kDevice));
+  BrainSnapshot snap;
+  snap.shape = config_.shape;
+  snap.field.resize(size_t(config_.shape.floats()));
+  snap.pattern.resize(size_t(PatternFloats()));
+  cudaStream_t s = stream_.get();
+  FB_CUDA_CHECK(CopyAsync(counters_, snap.field.data(), Field(pool_.current_buffer(slot)),
+                          snap.field.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, snap.pattern.data(), Pattern(slot), snap.pattern.size() * sizeof(float),
+                          cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, &snap.params, Params(slot), sizeof(RobotParams), cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, &snap.state, State(slot), sizeof(RobotState), cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(cudaStreamSynchronize(s));
+  return snap;
+}
+
+absl::Status CudaEngine::Restore(int slot, const BrainSnapshot& snap) {
+  if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
+  FB_RETURN_IF_ERROR(CheckSnapshot(snap, config_.shape));
+  FB_CUDA_CHECK(cudaSetDevice(kDevice));
+  cudaStream_t s = stream_.get();
+  FB_CUDA_CHECK(CopyAsync(counters_, Params(slot), &snap.params, sizeof(RobotParams), cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, State(slot), &snap.state, sizeof(RobotState), cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, Field(pool_.current_buffer(slot)), snap.field.data(),
+                          snap.field.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, Pattern(slot), snap.pattern.data(), snap.pattern.size() * sizeof(float),
+                          cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(cudaStreamSynchronize(s));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ProbeCudaDevice() {
+  int count = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());  // not sticky; clear it for later calls
+    return absl::UnavailableError(
+        absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
+  }
+  if (count == 0) return absl::UnavailableError("cudaGetDeviceCount found no CUDA device");
+  int major = 0, minor = 0;
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kDevice));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, kDevice));
+  if (major < kMinComputeMajor)
+    return absl::UnavailableError(absl::StrCat("CUDA device ", kDevice, " has compute capability ", major, ".", minor,
+                                               "; this build carries sm_90 code and needs 9.0 or newer"));
+  return absl::OkStatus();
+}
+
+bool CudaDevicePresent() { return ProbeCudaDevice().ok(); }
+
+absl::StatusOr<std::unique_ptr<Engine>> MakeCudaEngine(const EngineConfig& config) {
+  return MakeCudaEngine(config, CudaEngineOptions{});
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> MakeCudaEngine(const EngineConfig& config, const CudaEngineOptions& options) {
+  FB_RETURN_IF_ERROR(CheckConfig(config));
+  FB_RETURN_IF_ERROR(ProbeCudaDevice());
+  cudaDeviceProp prop{};
+  FB_CUDA_CHECK(cudaGetDeviceProperties(&prop, kDevice));
+  int max_smem = 0;
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, kDevice));
+  const std::optional<EvolveTile> tile = PlanEvolveTile(config.shape, max_smem);
+  if (!tile)
+    return absl::InvalidArgumentError(absl::StrCat("field shape ", config.shape.channels, "x", config.shape.nx, "x",
+                                                   config.shape.ny, "x", config.shape.nz,
+                                                   " does not fit the evolve kernel's tile on ", prop.name, " (",
+                                                   max_smem, " bytes of shared memory per block)"));
+  auto engine = std::make_unique<CudaEngine>(config, options, *tile, std::string(prop.name));
+  FB_RETURN_IF_ERROR(engine->Init());
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+std::optional<CudaCounters> CountersOf(const Engine& engine) {
+  if (const auto* cuda = dynamic_cast<const CudaEngine*>(&engine)) return cuda->counters();
+  return std::nullopt;
+}
+
+}  // namespace fieldbrain::cuda

@@ -1,0 +1,396 @@
+// The CUDA engine against the CPU engine and against its own promises (ctest label "gpu").
+// Every test skips, with the reason, where no usable CUDA device exists (or the build has no
+// CUDA engine); the executable builds and runs everywhere.
+//
+// Tolerances, and why:
+// - One cycle, field values: max |CUDA - CPU| <= 1e-5. Both engines evaluate the same model::
+//   functions per voxel; they differ only by rounding: FMA contraction chosen differently by g++
+//   (-march=native) and nvcc, the order of the group-mean sums, and the device's logf/cosf (<= 2
+//   ulp) in the Box-Muller of the start field. Each is a few ulp (1 ulp at 1.5 is 1.2e-7) passed
+//   through contractive maps (|d tanh| <= 1, gain 0.95 * 0.9 * lam < 1), so a few 1e-7 is
+//   expected; 1e-5 leaves a margin of 10x and still catches any wrong index, neighbour or term,
+//   which moves values by >= 1e-3 on a field of spread 0.05.
+// - 1000 cycles, motors and predictions: max |CUDA - CPU| <= 1e-3. The dynamics are contractive,
+//   but a few discrete decisions (|F| < 0.1 for the sparsity count) can flip on a 1-ulp difference
+//   and move one voxel's dynamics channel by up to ~1e-2; motors and predictions average over
+//   whole pool blocks and the field, which shrinks such local differences by 1e-2 to 1e-4. 1e-3
+//   is two orders below the motor signal (|m| ~ 0.1-1).
+// - Alone vs in a batch of 64, graph vs direct launches: bitwise. A row's kernels read only that
+//   row's data and every sum has a fixed order (no float atomics), so nothing can differ.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/gpu/parity_harness.h"
+#if FIELDBRAIN_HAVE_CUDA
+#include "gpu/cuda/cuda_engine.h"
+#endif
+
+namespace fieldbrain::testing {
+namespace {
+
+#if FIELDBRAIN_HAVE_CUDA
+
+#define SKIP_WITHOUT_CUDA_DEVICE()                                   \
+  do {                                                               \
+    if (const absl::Status probe = cuda::ProbeCudaDevice(); !probe.ok()) \
+      GTEST_SKIP() << "no CUDA device: " << probe.message();        \
+  } while (0)
+
+constexpr double kOneCycleFieldTol = 1e-5;
+constexpr double kOneCycleOutputTol = 1e-5;
+constexpr double kLongRunTol = 1e-3;
+
+EngineConfig Config(const FieldShape& shape, int robots, int batch) {
+  EngineConfig c;
+  c.shape = shape;
+  c.max_robots = robots;
+  c.max_batch = batch;
+  return c;
+}
+
+std::unique_ptr<Engine> MustMake(std::string_view kind, const EngineConfig& c) {
+  absl::StatusOr<std::unique_ptr<Engine>> e = MakeEngine(kind, c);
+  EXPECT_TRUE(e.ok()) << kind << ": " << e.status();
+  return e.ok() ? *std::move(e) : nullptr;
+}
+
+std::unique_ptr<Engine> MustMakeCuda(const EngineConfig& c, bool graphs) {
+  absl::StatusOr<std::unique_ptr<Engine>> e = cuda::MakeCudaEngine(c, cuda::CudaEngineOptions{graphs});
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? *std::move(e) : nullptr;
+}
+
+const std::vector<BrainSpec> kMixedSpecs = {BrainSpec{101, 12, 4, true}, BrainSpec{202, 64, 16, true},
+                                            BrainSpec{303, 7, 3, false}};
+
+cuda::CudaCounters Counters(const Engine& e) {
+  const std::optional<cuda::CudaCounters> c = cuda::CountersOf(e);
+  EXPECT_TRUE(c.has_value());
+  return c.value_or(cuda::CudaCounters{});
+}
+
+TEST(CudaEngine, MakeEngineCudaAndAutoGiveAWorkingCudaEngine) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  EXPECT_TRUE(CudaEngineAvailable());
+  for (std::string_view kind : {"cuda", "auto"}) {
+    auto engine = MustMake(kind, Config(FieldShape::Default(), 2, 2));
+    ASSERT_NE(engine, nullptr);
+    EXPECT_EQ(engine->kind(), "cuda");
+    EXPECT_FALSE(engine->device_name().empty());
+    EXPECT_GT(engine->pool_bytes(), 4 * FieldShape::Default().floats() * 4);
+    ParityRun run(std::move(engine));
+    ASSERT_TRUE(run.Add(kMixedSpecs[0]).ok());
+    ASSERT_TRUE(run.Run(3).ok());
+    const RobotOutput& o = run.outputs(0).back();
+    EXPECT_EQ(o.cycle, 3u);
+    for (float m : o.motors) {
+      EXPECT_TRUE(std::isfinite(m));
+      EXPECT_LE(std::fabs(m), 1.0f);
+    }
+  }
+  EXPECT_TRUE(cuda::CountersOf(*MustMake("cpu", Config(FieldShape::Small(), 1, 1))) == std::nullopt);
+}
+
+// After one cycle from the same seeds and inputs, the CUDA field equals the CPU field.
+TEST(CudaEngine, FieldAfterOneCycleMatchesCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (const FieldShape shape : {FieldShape::Default(), FieldShape::Small()}) {
+    ParityRun cpu(MustMake("cpu", Config(shape, 3, 3)));
+    ParityRun gpu(MustMake("cuda", Config(shape, 3, 3)));
+    for (const BrainSpec& s : kMixedSpecs) {
+      ASSERT_TRUE(cpu.Add(s).ok());
+      ASSERT_TRUE(gpu.Add(s).ok());
+    }
+    for (int r = 0; r < 3; ++r) {  // the start fields
+      auto a = cpu.engine().Snapshot(cpu.slot(r));
+      auto b = gpu.engine().Snapshot(gpu.slot(r));
+      ASSERT_TRUE(a.ok() && b.ok());
+      const SnapshotDiff d = CompareSnapshots(*a, *b, 1e-6);
+      EXPECT_EQ(d.field.over, 0) << "start field: " << DescribeField(d.field, shape);
+      EXPECT_EQ(a->params.seed, b->params.seed);
+      EXPECT_EQ(a->params.sensor_count, b->params.sensor_count);
+      EXPECT_EQ(std::memcmp(a->params.site, b->params.site, sizeof(a->params.site)), 0);
+      EXPECT_EQ(std::memcmp(a->params.mix, b->params.mix, sizeof(a->params.mix)), 0);
+    }
+    ASSERT_TRUE(cpu.Run(1).ok());
+    ASSERT_TRUE(gpu.Run(1).ok());
+    for (int r = 0; r < 3; ++r) {
+      auto a = cpu.engine().Snapshot(cpu.slot(r));
+      auto b = gpu.engine().Snapshot(gpu.slot(r));
+      ASSERT_TRUE(a.ok() && b.ok());
+      const SnapshotDiff d = CompareSnapshots(*a, *b, kOneCycleFieldTol);
+      EXPECT_EQ(d.field.over, 0) << "shape C=" << shape.channels << " robot " << r << ": "
+                                 << DescribeField(d.field, shape);
+      EXPECT_EQ(d.state.over, 0) << Describe(d.state);
+      std::printf("one cycle, C=%d %dx%dx%d, robot %d: field %s\n", shape.channels, shape.nx, shape.ny, shape.nz, r,
+                  DescribeField(d.field, shape).c_str());
+      const OutputDiff o = CompareOutputs(cpu.outputs(r), gpu.outputs(r), kOneCycleOutputTol);
+      EXPECT_EQ(o.motors.over, 0) << Describe(o.motors);
+      EXPECT_EQ(o.prediction.over, 0) << Describe(o.prediction);
+      EXPECT_TRUE(o.cycles_match);
+    }
+  }
+}
+
+// A snapshot taken from the CPU engine runs on from the same state on the GPU, including a
+// recalled memory pattern (the pattern path of the evolve kernel).
+TEST(CudaEngine, CpuSnapshotWithPatternRestoredOnGpuCyclesLikeCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const FieldShape shape = FieldShape::Default();
+  ParityRun cpu(MustMake("cpu", Config(shape, 1, 1)));
+  ParityRun gpu(MustMake("cuda", Config(shape, 1, 1)));
+  ASSERT_TRUE(cpu.Add(kMixedSpecs[1]).ok());
+  ASSERT_TRUE(gpu.Add(kMixedSpecs[1]).ok());
+  ASSERT_TRUE(cpu.Run(10).ok());
+  absl::StatusOr<BrainSnapshot> snap = cpu.engine().Snapshot(cpu.slot(0));
+  ASSERT_TRUE(snap.ok());
+  for (size_t i = 0; i < snap->pattern.size(); ++i) snap->pattern[i] = 0.5f * std::sin(0.01f * float(i));
+  snap->state.pattern_active = 1;
+  ASSERT_TRUE(cpu.engine().Restore(cpu.slot(0), *snap).ok());
+  ASSERT_TRUE(gpu.engine().Restore(gpu.slot(0), *snap).ok());
+  auto back = gpu.engine().Snapshot(gpu.slot(0));
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(BitwiseEqual(*snap, *back));  // Restore and Snapshot move bytes, nothing else
+
+  // Both continue from cycle 10 of the CPU run with the same inputs.
+  ParityRun cpu2(MustMake("cpu", Config(shape, 1, 1)));
+  ParityRun gpu2(MustMake("cuda", Config(shape, 1, 1)));
+  ASSERT_TRUE(cpu2.Add(kMixedSpecs[1]).ok());
+  ASSERT_TRUE(gpu2.Add(kMixedSpecs[1]).ok());
+  ASSERT_TRUE(cpu2.engine().Restore(cpu2.slot(0), *snap).ok());
+  ASSERT_TRUE(gpu2.engine().Restore(gpu2.slot(0), *snap).ok());
+  ASSERT_TRUE(cpu2.Run(1).ok());
+  ASSERT_TRUE(gpu2.Run(1).ok());
+  auto a = cpu2.engine().Snapshot(cpu2.slot(0));
+  auto b = gpu2.engine().Snapshot(gpu2.slot(0));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const SnapshotDiff d = CompareSnapshots(*a, *b, kOneCycleFieldTol);
+  EXPECT_EQ(d.field.over, 0) << DescribeField(d.field, shape);
+  std::printf("restored with pattern, one cycle: field %s\n", DescribeField(d.field, shape).c_str());
+  const OutputDiff o = CompareOutputs(cpu2.outputs(0), gpu2.outputs(0), 1e-4);
+  EXPECT_EQ(o.motors.over, 0) << Describe(o.motors);
+  EXPECT_EQ(o.prediction.over, 0) << Describe(o.prediction);
+}
+
+// 1000 cycles with learning on: motors and predictions stay within kLongRunTol of the CPU's.
+TEST(CudaEngine, ThousandCyclesAgreeWithCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  struct Case {
+    FieldShape shape;
+    std::vector<BrainSpec> specs;
+  };
+  const Case cases[] = {{FieldShape::Default(), {kMixedSpecs[0]}}, {FieldShape::Small(), kMixedSpecs}};
+  for (const Case& c : cases) {
+    const int n = int(c.specs.size());
+    ParityRun cpu(MustMake("cpu", Config(c.shape, n, n)));
+    ParityRun gpu(MustMake("cuda", Config(c.shape, n, n)));
+    for (const BrainSpec& s : c.specs) {
+      ASSERT_TRUE(cpu.Add(s).ok());
+      ASSERT_TRUE(gpu.Add(s).ok());
+    }
+    ASSERT_TRUE(cpu.Run(1000).ok());
+    ASSERT_TRUE(gpu.Run(1000).ok());
+    for (int r = 0; r < n; ++r) {
+      const OutputDiff o = CompareOutputs(cpu.outputs(r), gpu.outputs(r), kLongRunTol);
+      std::printf("1000 cycles, C=%d, robot %d: motors %s; predictions %s; first cycle over %lld\n",
+                  c.shape.channels, r, Describe(o.motors).c_str(), Describe(o.prediction).c_str(),
+                  static_cast<long long>(o.first_cycle_over));
+      EXPECT_EQ(o.motors.over, 0);
+      EXPECT_EQ(o.prediction.over, 0);
+      EXPECT_LE(o.confidence.max_abs, kLongRunTol);
+      EXPECT_TRUE(o.cycles_match);
+      auto a = cpu.engine().Snapshot(cpu.slot(r));
+      auto b = gpu.engine().Snapshot(gpu.slot(r));
+      ASSERT_TRUE(a.ok() && b.ok());
+      std::printf("  field after 1000 cycles: %s\n", DescribeField(CompareSnapshots(*a, *b, 1e-3).field, c.shape).c_str());
+    }
+  }
+}
+
+// A robot's outputs and brain are bitwise the same alone and as one row of a batch of 64 whose
+// order changes every cycle.
+TEST(CudaEngine, RobotAloneEqualsRobotInBatchOf64) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const FieldShape shape = FieldShape::Default();
+  const BrainSpec target{4242, 24, 6, true};
+  ParityRun alone(MustMake("cuda", Config(shape, 1, 1)));
+  ASSERT_TRUE(alone.Add(target).ok());
+  ParityRun batch(MustMake("cuda", Config(shape, 64, 64)));
+  std::vector<int> order;
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_TRUE(batch.Add(i == 0 ? target : BrainSpec{uint64_t(9000 + i), 1 + (i * 7) % 64, 1 + i % 16, i % 5 != 0})
+                    .ok());
+    order.push_back(i);
+  }
+  for (int c = 0; c < 20; ++c) {
+    ASSERT_TRUE(alone.Step(std::vector<int>{0}).ok());
+    std::rotate(order.begin(), order.begin() + 37, order.end());  // robot 0 moves to another row
+    ASSERT_TRUE(batch.Step(order).ok());
+  }
+  EXPECT_TRUE(BitwiseEqual(alone.outputs(0), batch.outputs(0)));
+  auto a = alone.engine().Snapshot(alone.slot(0));
+  auto b = batch.engine().Snapshot(batch.slot(0));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(BitwiseEqual(*a, *b)) << DescribeField(CompareSnapshots(*a, *b, 0.0).field, shape);
+}
+
+// One graph launch per batch gives the same bits as launching the copies and kernels one by one,
+// for batch sizes that fill a bucket and for ones that leave masked rows.
+TEST(CudaEngine, GraphPathEqualsDirectPath) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const FieldShape shape = FieldShape::Small();
+  ParityRun graph(MustMakeCuda(Config(shape, 5, 5), true));
+  ParityRun direct(MustMakeCuda(Config(shape, 5, 5), false));
+  for (int i = 0; i < 5; ++i) {
+    const BrainSpec s{uint64_t(70 + i), 3 + 9 * i, 1 + 3 * i, true};
+    ASSERT_TRUE(graph.Add(s).ok());
+    ASSERT_TRUE(direct.Add(s).ok());
+  }
+  const std::vector<std::vector<int>> batches = {{0}, {1, 0}, {2, 4, 3}, {4, 3, 2, 1, 0}, {3, 1, 0, 2}};
+  for (int c = 0; c < 60; ++c) {
+    const std::vector<int>& b = batches[size_t(c) % batches.size()];
+    ASSERT_TRUE(graph.Step(b).ok());
+    ASSERT_TRUE(direct.Step(b).ok());
+  }
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_TRUE(BitwiseEqual(graph.outputs(r), direct.outputs(r))) << "robot " << r;
+    auto a = graph.engine().Snapshot(graph.slot(r));
+    auto b = direct.engine().Snapshot(direct.slot(r));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(BitwiseEqual(*a, *b)) << "robot " << r;
+  }
+  EXPECT_GT(Counters(graph.engine()).graph_launches, 0);
+  EXPECT_EQ(Counters(direct.engine()).graph_launches, 0);
+}
+
+class CollectingSink : public StageTimingSink {
+ public:
+  void RecordStage(Stage s, double seconds, int batch_size) override { records.push_back({s, seconds, batch_size}); }
+  struct Record {
+    Stage stage;
+    double seconds;
+    int batch;
+  };
+  std::vector<Record> records;
+};
+
+// In steady state a batch allocates nothing and makes exactly one copy each way: measured by the
+// engine's own counters (graph launches count their memcpy nodes), with and without a timing sink.
+TEST(CudaEngine, SteadyStateAllocatesNothingAndCopiesOnceEachWay) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (bool graphs : {true, false}) {
+    for (bool timed : {false, true}) {
+      ParityRun run(MustMakeCuda(Config(FieldShape::Default(), 4, 4), graphs));
+      for (int i = 0; i < 4; ++i) ASSERT_TRUE(run.Add(kMixedSpecs[size_t(i) % kMixedSpecs.size()]).ok());
+      CollectingSink sink;
+      if (timed) run.engine().set_timing_sink(&sink);
+      const std::vector<std::vector<int>> batches = {{0}, {0, 1}, {2, 1, 0}, {3, 2, 1, 0}};
+      for (const auto& b : batches) ASSERT_TRUE(run.Step(b).ok());  // warm-up: every bucket once
+      const cuda::CudaCounters before = Counters(run.engine());
+      for (int c = 0; c < 100; ++c) ASSERT_TRUE(run.Step(batches[size_t(c) % batches.size()]).ok());
+      const cuda::CudaCounters after = Counters(run.engine());
+      SCOPED_TRACE(::testing::Message() << "graphs " << graphs << ", timed " << timed);
+      EXPECT_EQ(after.device_allocs - before.device_allocs, 0);
+      EXPECT_EQ(after.host_allocs - before.host_allocs, 0);
+      EXPECT_EQ(after.h2d_copies - before.h2d_copies, 100);
+      EXPECT_EQ(after.d2h_copies - before.d2h_copies, 100);
+      EXPECT_EQ(after.batches - before.batches, 100);
+      EXPECT_EQ(after.graph_launches - before.graph_launches, graphs ? 100 : 0);
+      EXPECT_GT(after.h2d_bytes - before.h2d_bytes, 100 * int64_t(sizeof(BatchInputRow)));
+      // Only the start allocates: the pool, the workspace and the pinned staging.
+      EXPECT_EQ(after.device_allocs, 2);
+      EXPECT_EQ(after.host_allocs, 1);
+      if (timed) {
+        ASSERT_EQ(sink.records.size(), 3u * 104u);
+        for (const auto& r : sink.records) {
+          EXPECT_GT(r.seconds, 0.0);
+          EXPECT_LT(r.seconds, 1.0);
+        }
+        EXPECT_EQ(sink.records[0].stage, Stage::kPredict);
+        EXPECT_EQ(sink.records[1].stage, Stage::kEvolve);
+        EXPECT_EQ(sink.records[2].stage, Stage::kMotor);
+        EXPECT_EQ(sink.records.back().batch, 4);
+      }
+    }
+  }
+}
+
+TEST(CudaEngine, RejectsBadBatchesAndKeepsWorking) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  auto engine = MustMake("cuda", Config(FieldShape::Small(), 3, 2));
+  ASSERT_NE(engine, nullptr);
+  const int a = *engine->CreateBrain(kMixedSpecs[0]);
+  const int b = *engine->CreateBrain(kMixedSpecs[1]);
+  const cuda::CudaCounters before = Counters(*engine);
+  EXPECT_EQ(engine->RunBatch(0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->RunBatch(3).code(), absl::StatusCode::kInvalidArgument);
+  engine->inputs()[0].slot = a;
+  engine->inputs()[1].slot = a;
+  EXPECT_EQ(engine->RunBatch(2).code(), absl::StatusCode::kInvalidArgument);
+  engine->inputs()[1].slot = 2;  // never created
+  EXPECT_EQ(engine->RunBatch(2).code(), absl::StatusCode::kInvalidArgument);
+  const cuda::CudaCounters after = Counters(*engine);
+  EXPECT_EQ(after.h2d_copies, before.h2d_copies);  // nothing reached the device
+  EXPECT_EQ(after.batches, before.batches);
+  engine->inputs()[1].slot = b;
+  ASSERT_TRUE(engine->RunBatch(2).ok());
+  EXPECT_EQ(engine->outputs()[0].cycle, 1u);
+  EXPECT_EQ(engine->outputs()[1].cycle, 1u);
+  EXPECT_TRUE(engine->ReleaseBrain(b));
+  EXPECT_FALSE(engine->ReleaseBrain(b));
+  EXPECT_EQ(engine->brains_active(), 1);
+  EXPECT_EQ(engine->RunBatch(2).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Snapshot(b).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(engine->CreateBrain(kMixedSpecs[2]).ok());
+  ASSERT_TRUE(engine->CreateBrain(kMixedSpecs[2]).ok());
+  EXPECT_EQ(engine->CreateBrain(kMixedSpecs[2]).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// DESIGN.md section 4's hard property on the GPU: content and memory within +-1.5, dynamics within
+// +-5, outputs finite, under constant, extreme and alternating input.
+TEST(CudaEngine, FieldStaysBoundedUnderExtremeInput) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const FieldShape shape = FieldShape::Default();
+  auto engine = MustMake("cuda", Config(shape, 2, 2));
+  ASSERT_NE(engine, nullptr);
+  const int a = *engine->CreateBrain(BrainSpec{1, 64, 16, true});
+  const int b = *engine->CreateBrain(BrainSpec{2, 9, 4, true});
+  for (int c = 0; c < 2000; ++c) {
+    BatchInputRow& ra = engine->inputs()[0];
+    BatchInputRow& rb = engine->inputs()[1];
+    ra.slot = a;
+    rb.slot = b;
+    for (int i = 0; i < kMaxSensors; ++i) {
+      ra.sensors[i] = (c / 50) % 2 == 0 ? 1.0f : -1.0f;
+      rb.sensors[i] = (c + i) % 2 == 0 ? 1.0f : -1.0f;
+    }
+    ra.reward = 1.0f;
+    rb.reward = c % 2 == 0 ? 1.0f : -1.0f;
+    ASSERT_TRUE(engine->RunBatch(2).ok());
+    for (int r = 0; r < 2; ++r)
+      for (float m : engine->outputs()[r].motors) ASSERT_TRUE(std::isfinite(m) && std::fabs(m) <= 1.0f);
+  }
+  for (int slot : {a, b}) {
+    auto s = engine->Snapshot(slot);
+    ASSERT_TRUE(s.ok());
+    const int64_t v = shape.voxels();
+    for (int64_t i = 0; i < shape.floats(); ++i) {
+      const float f = s->field[size_t(i)];
+      ASSERT_TRUE(std::isfinite(f));
+      ASSERT_LE(std::fabs(f), i / v < shape.dynamics_begin() ? 1.5f : 5.0f) << i;
+    }
+  }
+}
+
+#else  // !FIELDBRAIN_HAVE_CUDA
+
+TEST(CudaEngine, NeedsACudaBuild) { GTEST_SKIP() << "no CUDA device: this build has no CUDA engine (no nvcc)"; }
+
+#endif
+
+}  // namespace
+}  // namespace fieldbrain::testing

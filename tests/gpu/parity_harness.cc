@@ -1,0 +1,193 @@
+#include "tests/gpu/parity_harness.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace fieldbrain::testing {
+namespace {
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+float Uniform(uint64_t seed, uint64_t cycle, uint64_t i) {
+  const uint64_t h = SplitMix(SplitMix(SplitMix(seed) ^ cycle) ^ i);
+  return float(double(h >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+}
+
+void AddArray(std::vector<float>& v, const float* p, size_t n) { v.insert(v.end(), p, p + n); }
+
+// The state's floats, each of order 1 so one absolute tolerance fits all: |phi|^2 (about P = 256,
+// where 1 ulp is 3e-5) enters divided by P.
+std::vector<float> StateFloats(const RobotState& s) {
+  std::vector<float> v{s.confidence, s.reward_baseline, s.phi_prev_norm2 / float(kFeatures), s.last_error};
+  AddArray(v, s.motor_mean, kMaxMotors);
+  AddArray(v, s.prediction, kMaxSensors);
+  AddArray(v, s.phi_prev, kFeatures);
+  AddArray(v, &s.elig[0][0], size_t(kMaxMotors) * kFeatures);
+  AddArray(v, &s.wp[0][0], size_t(kMaxSensors) * kFeatures);
+  AddArray(v, &s.wm[0][0], size_t(kMaxMotors) * kFeatures);
+  return v;
+}
+
+}  // namespace
+
+void FillInputRow(const BrainSpec& spec, uint64_t cycle, int slot, BatchInputRow& row) {
+  row = BatchInputRow{};
+  row.slot = slot;
+  for (int i = 0; i < spec.sensor_count; ++i) row.sensors[i] = Uniform(spec.seed, cycle, uint64_t(i));
+  row.reward = cycle % 3 == 0 ? (Uniform(spec.seed, cycle, 1000) > 0.0f ? 0.5f : -0.5f) : 0.0f;
+}
+
+absl::Status ParityRun::Add(const BrainSpec& spec) {
+  absl::StatusOr<int> slot = engine_->CreateBrain(spec);
+  if (!slot.ok()) return slot.status();
+  specs_.push_back(spec);
+  slots_.push_back(*slot);
+  cycles_.push_back(0);
+  outputs_.emplace_back();
+  return absl::OkStatus();
+}
+
+absl::Status ParityRun::Step(std::span<const int> order) {
+  std::span<BatchInputRow> in = engine_->inputs();
+  for (size_t r = 0; r < order.size(); ++r) {
+    const size_t robot = size_t(order[r]);
+    FillInputRow(specs_[robot], cycles_[robot], slots_[robot], in[r]);
+  }
+  if (absl::Status s = engine_->RunBatch(int(order.size())); !s.ok()) return s;
+  std::span<const BatchOutputRow> out = engine_->outputs();
+  for (size_t r = 0; r < order.size(); ++r) {
+    const size_t robot = size_t(order[r]);
+    const BrainSpec& spec = specs_[robot];
+    RobotOutput o;
+    o.motors.assign(out[r].motors, out[r].motors + spec.motor_count);
+    o.prediction.assign(out[r].prediction, out[r].prediction + spec.sensor_count);
+    o.confidence = out[r].confidence;
+    o.error = out[r].error;
+    o.cycle = out[r].cycle;
+    outputs_[robot].push_back(std::move(o));
+    ++cycles_[robot];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParityRun::Run(int cycles) {
+  std::vector<int> all(specs_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
+  for (int c = 0; c < cycles; ++c)
+    if (absl::Status s = Step(all); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+Diff MaxAbsDiff(std::span<const float> a, std::span<const float> b, double tol) {
+  Diff d;
+  if (a.size() != b.size()) {
+    d.max_abs = std::numeric_limits<double>::infinity();
+    d.over = 1;
+    return d;
+  }
+  d.compared = int64_t(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    double diff = std::fabs(double(a[i]) - double(b[i]));
+    if (std::isnan(a[i]) != std::isnan(b[i])) diff = std::numeric_limits<double>::infinity();
+    if (std::isnan(a[i]) && std::isnan(b[i])) diff = 0.0;
+    if (diff > tol) ++d.over;
+    if (d.where < 0 || diff > d.max_abs) {
+      d.max_abs = diff;
+      d.where = int64_t(i);
+      d.a = a[i];
+      d.b = b[i];
+    }
+  }
+  return d;
+}
+
+void Merge(Diff& into, const Diff& d, int64_t offset) {
+  if (d.max_abs > into.max_abs || (into.where < 0 && d.where >= 0)) {
+    into.max_abs = d.max_abs;
+    into.where = d.where < 0 ? -1 : d.where + offset;
+    into.a = d.a;
+    into.b = d.b;
+  }
+  into.over += d.over;
+  into.compared += d.compared;
+}
+
+SnapshotDiff CompareSnapshots(const BrainSnapshot& a, const BrainSnapshot& b, double tol) {
+  SnapshotDiff d;
+  d.field = MaxAbsDiff(a.field, b.field, tol);
+  d.pattern = MaxAbsDiff(a.pattern, b.pattern, tol);
+  d.state = MaxAbsDiff(StateFloats(a.state), StateFloats(b.state), tol);
+  return d;
+}
+
+OutputDiff CompareOutputs(const std::vector<RobotOutput>& a, const std::vector<RobotOutput>& b, double tol) {
+  OutputDiff d;
+  if (a.size() != b.size()) {
+    d.motors.max_abs = std::numeric_limits<double>::infinity();
+    d.motors.over = 1;
+    d.first_cycle_over = 0;
+    d.cycles_match = false;
+    return d;
+  }
+  int64_t motor_offset = 0, prediction_offset = 0;
+  for (size_t c = 0; c < a.size(); ++c) {
+    const Diff m = MaxAbsDiff(a[c].motors, b[c].motors, tol);
+    const Diff p = MaxAbsDiff(a[c].prediction, b[c].prediction, tol);
+    const float ca[] = {a[c].confidence}, cb[] = {b[c].confidence};
+    Merge(d.motors, m, motor_offset);
+    Merge(d.prediction, p, prediction_offset);
+    Merge(d.confidence, MaxAbsDiff(ca, cb, tol), int64_t(c));
+    motor_offset += int64_t(a[c].motors.size());
+    prediction_offset += int64_t(a[c].prediction.size());
+    if (d.first_cycle_over < 0 && (m.over > 0 || p.over > 0)) d.first_cycle_over = int64_t(c);
+    if (a[c].cycle != b[c].cycle) d.cycles_match = false;
+  }
+  return d;
+}
+
+bool BitwiseEqual(const std::vector<RobotOutput>& a, const std::vector<RobotOutput>& b) {
+  if (a.size() != b.size()) return false;
+  auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+  };
+  for (size_t c = 0; c < a.size(); ++c) {
+    if (!same(a[c].motors, b[c].motors) || !same(a[c].prediction, b[c].prediction) || a[c].cycle != b[c].cycle ||
+        std::memcmp(&a[c].confidence, &b[c].confidence, sizeof(float)) != 0 ||
+        std::memcmp(&a[c].error, &b[c].error, sizeof(float)) != 0)
+      return false;
+  }
+  return true;
+}
+
+bool BitwiseEqual(const BrainSnapshot& a, const BrainSnapshot& b) {
+  const std::vector<float> sa = StateFloats(a.state), sb = StateFloats(b.state);
+  return a.shape == b.shape && a.field.size() == b.field.size() && a.pattern.size() == b.pattern.size() &&
+         std::memcmp(a.field.data(), b.field.data(), a.field.size() * sizeof(float)) == 0 &&
+         std::memcmp(a.pattern.data(), b.pattern.data(), a.pattern.size() * sizeof(float)) == 0 &&
+         std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float)) == 0 && a.state.cycle == b.state.cycle;
+}
+
+std::string Describe(const Diff& d) {
+  return absl::StrFormat("max |d| %.3g at [%d] (%.9g vs %.9g), %d of %d over tolerance", d.max_abs, d.where, d.a,
+                         d.b, d.over, d.compared);
+}
+
+std::string DescribeField(const Diff& d, const FieldShape& shape) {
+  if (d.where < 0) return Describe(d);
+  const int64_t v = shape.voxels();
+  const int64_t c = d.where / v, rest = d.where % v;
+  const int64_t x = rest / (int64_t(shape.ny) * shape.nz), y = (rest / shape.nz) % shape.ny, z = rest % shape.nz;
+  return absl::StrFormat("max |d| %.3g at F[c=%d][x=%d][y=%d][z=%d] (%.9g vs %.9g), %d of %d over tolerance",
+                         d.max_abs, c, x, y, z, d.a, d.b, d.over, d.compared);
+}
+
+}  // namespace fieldbrain::testing
