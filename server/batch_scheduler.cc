@@ -102,7 +102,7 @@ void BatchScheduler::Submit(int slot, FrameSink* sink, const QueuedFrame& frame)
   if (bad_slot) {
     FrameAnswer a;
     a.seq = frame.seq;
-    a.status = brain::v1::FRAME_STATUS_UNSPECIFIED;
+    a.status = brain::v1::INTERNAL_ERROR;
     a.detail = kNoBrainDetail;
     a.arrival = frame.arrival;
     sink->Deliver(a);
@@ -309,7 +309,7 @@ void BatchScheduler::RunAndDeliver(int n) {
     LogError("engine RunBatch(", n, ") failed: ", status.ToString());
     for (int i = 0; i < n; ++i) {
       if (metrics_ != nullptr) metrics_->RecordRejected(telemetry::RejectReason::kEngineError);
-      AnswerNotRun(batch_[i], brain::v1::FRAME_STATUS_UNSPECIFIED,
+      AnswerNotRun(batch_[i], brain::v1::INTERNAL_ERROR,
                    std::string_view(status.message().data(), status.message().size()));
     }
     return;

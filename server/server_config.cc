@@ -1,6 +1,7 @@
 #include "server/server_config.h"
 
 #include "absl/strings/str_cat.h"
+#include "gpu/engine.h"
 #include "gpu/model/field_shape.h"
 
 namespace fieldbrain::server {
@@ -35,11 +36,15 @@ absl::Status CheckAddress(const char* flag, const std::string& address) {
 
 }  // namespace
 
-absl::StatusOr<FieldShape> FieldShapeByName(const std::string& name) {
-  if (name == "default") return FieldShape::Default();
-  if (name == "small") return FieldShape::Small();
+absl::StatusOr<FieldShape> FieldShapeFor(const ServerConfig& c) {
+  if (c.field == "default") return FieldShape::Default();
+  if (c.field == "small") return FieldShape::Small();
+  if (c.field == "auto") {
+    const bool cuda = c.engine == "cuda" || (c.engine == "auto" && CudaEngineAvailable());
+    return cuda ? FieldShape::Default() : FieldShape::Small();
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("--field=\"", name, "\" is not one of: default, small"));
+      absl::StrCat("--field=\"", c.field, "\" is not one of: auto, default, small"));
 }
 
 absl::Status ValidateConfig(const ServerConfig& c) {
@@ -48,7 +53,7 @@ absl::Status ValidateConfig(const ServerConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("--engine=\"", c.engine, "\" is not one of: auto, cpu, cuda"));
   }
-  if (absl::StatusOr<FieldShape> shape = FieldShapeByName(c.field); !shape.ok()) {
+  if (absl::StatusOr<FieldShape> shape = FieldShapeFor(c); !shape.ok()) {
     return shape.status();
   }
   if (absl::Status s = CheckRange("max_robots", c.max_robots, 1, kMaxRobotsLimit); !s.ok()) return s;
@@ -82,7 +87,7 @@ int EffectiveMaxBatch(const ServerConfig& c) { return c.max_batch > 0 ? c.max_ba
 
 EngineConfig MakeEngineConfig(const ServerConfig& c) {
   EngineConfig e;
-  e.shape = FieldShapeByName(c.field).value_or(FieldShape::Default());
+  e.shape = FieldShapeFor(c).value_or(FieldShape::Default());
   e.max_robots = c.max_robots;
   e.max_batch = EffectiveMaxBatch(c);
   e.threads = c.threads;

@@ -14,7 +14,7 @@ namespace fieldbrain::server {
 struct ServerConfig {
   std::string listen = "127.0.0.1:50051";
   std::string engine = "auto";      // auto | cpu | cuda
-  std::string field = "default";    // default | small
+  std::string field = "auto";       // auto | default | small
   int max_robots = 64;
   int max_batch = 0;                // 0 = max_robots
   int batch_window_us = 200;
@@ -37,8 +37,9 @@ inline constexpr int kMaxThreads = 1024;
 // InvalidArgument naming the first bad setting and what it accepts.
 absl::Status ValidateConfig(const ServerConfig& config);
 
-// The field shape named by --field ("default" or "small").
-absl::StatusOr<FieldShape> FieldShapeByName(const std::string& name);
+// The field shape --field names: "default", "small", or "auto" (the default field where the CUDA
+// engine will run, the small one on the CPU engine, as DESIGN.md section 4 intends).
+absl::StatusOr<FieldShape> FieldShapeFor(const ServerConfig& config);
 
 // max_batch with 0 resolved to max_robots.
 int EffectiveMaxBatch(const ServerConfig& config);

@@ -8,8 +8,9 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC listen address, host:port (use 0.0.0.0:50051 to accept robots on the network)");
 ABSL_FLAG(std::string, engine, "auto",
           "compute engine: auto (CUDA when a device is present, else CPU), cpu, or cuda");
-ABSL_FLAG(std::string, field, "default",
-          "field shape per brain: default (64 channels x 32^3) or small (32 channels x 16^3)");
+ABSL_FLAG(std::string, field, "auto",
+          "field shape per brain: default (64 channels x 32^3), small (32 channels x 16^3), or auto "
+          "(default on the CUDA engine, small on the CPU engine)");
 ABSL_FLAG(int, max_robots, 64, "brain slots allocated at start (1-4096): robots served at once");
 ABSL_FLAG(int, max_batch, 0,
           "most robots per batched engine cycle (1..max_robots); 0 = max_robots");

@@ -1,6 +1,7 @@
 #include "server/server_config.h"
 
 #include "gmock/gmock.h"
+#include "gpu/engine.h"
 #include "gtest/gtest.h"
 
 namespace fieldbrain::server {
@@ -13,7 +14,7 @@ TEST(ServerConfigTest, DefaultsAreValid) {
   EXPECT_TRUE(ValidateConfig(c).ok()) << ValidateConfig(c);
   EXPECT_EQ(EffectiveMaxBatch(c), 64);
   const EngineConfig e = MakeEngineConfig(c);
-  EXPECT_EQ(e.shape, FieldShape::Default());
+  EXPECT_EQ(e.shape, CudaEngineAvailable() ? FieldShape::Default() : FieldShape::Small());
   EXPECT_EQ(e.max_robots, 64);
   EXPECT_EQ(e.max_batch, 64);
   const brain::v1::ServerLimits l = MakeLimits(c);
@@ -31,6 +32,20 @@ TEST(ServerConfigTest, SmallFieldAndExplicitBatch) {
   ASSERT_TRUE(ValidateConfig(c).ok());
   EXPECT_EQ(MakeEngineConfig(c).shape, FieldShape::Small());
   EXPECT_EQ(MakeEngineConfig(c).max_batch, 4);
+}
+
+TEST(ServerConfigTest, AutoFieldFollowsTheEngine) {
+  ServerConfig c;
+  c.field = "auto";
+  c.engine = "cpu";
+  EXPECT_EQ(MakeEngineConfig(c).shape, FieldShape::Small());
+  c.engine = "cuda";
+  EXPECT_EQ(MakeEngineConfig(c).shape, FieldShape::Default());
+  c.engine = "auto";
+  EXPECT_EQ(MakeEngineConfig(c).shape, CudaEngineAvailable() ? FieldShape::Default() : FieldShape::Small());
+  c.field = "default";
+  c.engine = "cpu";
+  EXPECT_EQ(MakeEngineConfig(c).shape, FieldShape::Default());
 }
 
 struct BadCase {
