@@ -1,0 +1,805 @@
+#!/usr/bin/env python3
+"""The fieldbrain cycle in PyTorch, batched over B robots: the peer of DESIGN.md section 8.
+
+DESIGN.md section 8 asks the CUDA engine to be at least 10x faster than the same cycle written in
+PyTorch eager and 3x faster than torch.compile of it, on the same GPU. This is that cycle: DESIGN.md
+section 4 as built in gpu/model/*.h and in the order of gpu/cpu/field_pass.cc and
+gpu/cpu/robot_steps.cc (the reference engine), for the same field shapes (default 64 x 32^3, small
+32 x 16^3), the same robot (12 sensors, 4 motors, as tests/bench/cuda_cycle_bench.cc) and the same
+batch sizes (1, 8, 64, 256, 1024). fp32 throughout (TF32 off), every tensor of every robot resident
+on the device, no host synchronisation inside a cycle.
+
+What differs from the engines, on purpose, and does not change the work of a cycle:
+- Random draws: the start field, the sensor mixing vectors and the exploration noise xi come from
+  torch's generators, not from Philox keyed by the robot seed, so the numbers differ from the
+  engines'; only timing is compared with them.
+- tanh, sigmoid and exp are torch's, not gpu/model/fastmath.h's polynomials (both within ~3e-7).
+- The recalled memory pattern P is 0: the benchmarks run without HRR recall (pattern_active = 0),
+  where the engines skip the term too (docs/decisions.md).
+- Sensor frames and rewards come from a ring of random frames already on the device (a robot's
+  frame would arrive from the host); the CUDA engine's figure (cuda_cycle_bench batch_wall_us)
+  includes its host-to-device and device-to-host copies and a synchronisation, so ratios against
+  it lean in torch's favour.
+
+Timing: per cycle, a pair of CUDA events around the cycle (the noise draw included), no
+synchronisation between cycles; the median over --cycles cycles after --warmup cycles. torch.compile
+runs with dynamic=False and fullgraph=True, one compilation per (field, batch size) after
+torch._dynamo.reset(), in the mode given by --compile-mode ("default" unless told: Inductor without
+CUDA graphs).
+
+Checks (the exit status is 1 when one fails):
+- every timed configuration runs on to --check-cycles cycles (random and extreme inputs), then
+  its field must be finite, content and memory within [-1.5, 1.5], dynamics within [-5, 5], and
+  the outputs finite and in range;
+- for torch.compile, one cycle from the same state and inputs must match eager within 1e-4
+  (relative to 1 + |value|);
+- parity: the vectorised cycle against a loop-by-loop scalar transcription of the CPU engine
+  (plain Python floats, scalar_cycle below) on the small field for the first robots and
+  --parity-cycles cycles, within 1e-4.
+
+Smoke test on any machine with torch (no GPU needed):
+  python3 tests/bench/torch_reference.py --device cpu --cycles 3 --batch 2 --field small
+On the GPU machine (tests/bench/run_gpu_bench.sh runs this):
+  python3 tests/bench/torch_reference.py --out results.json
+"""
+import argparse
+import importlib
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as tnf
+except ImportError:  # the scalar reference and --help work without torch
+    torch = None
+    tnf = None
+
+# --- The model's constants (gpu/model/field_math.h, readout.h, field_shape.h) -----------------
+FIELD_BOUND = 1.5  # content and memory stay within +-1.5
+DYNAMICS_BOUND = 5.0  # dynamics channels stay within +-5
+IMPRINT_RADIUS = 2  # Chebyshev radius of a sensor's imprint
+IMPRINT_DECAY = 0.8  # per unit of L1 distance from the site
+INITIAL_SPREAD = 0.05  # start: content and memory ~ N(0, 0.05^2)
+RETENTION_REST = 2.0  # start (and rest) value of the retention channels
+SENSORY_GAIN = 0.05  # 0.05 S
+CONTENT_GROUPS = 4
+POOL_CELLS = 4  # phi pools each group to 4 x 4 x 4
+FEATURES = CONTENT_GROUPS * POOL_CELLS ** 3  # P = 256
+INV_SQRT_FEATURES = 1.0 / math.sqrt(FEATURES)
+QUIET = 0.1  # |F| below this counts towards sparsity
+DYNAMICS_STRENGTH = 0.3
+WM_BOUND = 10.0
+PULL_EPSILON = 1e-3  # t_k's denominator adds 1e-3 V
+VARIANCE_FLOOR = 1e-12  # phi is all zero when its variance is below this
+NORM2_FLOOR = 1e-6  # the LMS step is skipped while |phi_(t-1)|^2 is below this
+
+# --- The benchmark's robot and sweep (as tests/bench/cuda_cycle_bench.cc) -----------------------
+SENSORS = 12
+MOTORS = 4
+BATCH_SIZES = (1, 8, 64, 256, 1024)
+INPUT_FRAMES = 16  # distinct random frames per robot, cycled, so inputs change every cycle
+SEED = 20240601
+
+COMPARE_TOL = 1e-4  # eager vs compile, vectorised vs scalar (why: see check_parity)
+# Rough peak device memory of a cycle, in units of the batch's field bytes: the field, its
+# replicate-padded copy, the Laplacian, the core and the new field in eager mode (Python frees
+# each temporary when its last reference goes), fewer once Inductor fuses. Used only to skip a
+# configuration that cannot fit instead of running out of memory halfway.
+PEAK_FIELDS = {"eager": 5.0, "compile": 3.0}
+
+
+class Shape:
+    """gpu/model/field_shape.h: F[channel][x][y][z], z fastest."""
+
+    def __init__(self, name, channels, n):
+        self.name = name
+        self.channels = channels
+        self.nx = self.ny = self.nz = n
+        self.content = channels // 2
+        self.memory = channels // 4
+        self.dynamics = channels // 4
+        self.dynamics_begin = self.content + self.memory
+        self.quarter = self.dynamics // 4  # dynamics channels per quarter
+        self.group_size = self.content // CONTENT_GROUPS
+        self.voxels = n * n * n
+
+    def dims(self):
+        return f"{self.channels}x{self.nx}x{self.ny}x{self.nz}"
+
+    def field_bytes(self):
+        return 4 * self.channels * self.voxels
+
+    def imprint_z_range(self):
+        """The z planes any imprint window can reach: sites sit in plane Z/4."""
+        z = self.nz // 4
+        return max(0, z - IMPRINT_RADIUS), min(self.nz, z + IMPRINT_RADIUS + 1)
+
+
+SHAPES = {"default": Shape("default", 64, 32), "small": Shape("small", 32, 16)}
+
+
+def site_grid(n):
+    g = 1
+    while g * g < n:
+        g += 1
+    return g
+
+
+def sensor_site(i, n, shape):
+    """field_math.h sensor_site: sensor i of n on a g x g grid in the plane z = Z/4."""
+    g = site_grid(n)
+    return (int(((i % g) + 0.5) * shape.nx / g), int(((i // g) + 0.5) * shape.ny / g), shape.nz // 4)
+
+
+# =================================================================================================
+# The batched cycle (torch)
+# =================================================================================================
+
+
+def imprint_kernel(shape, n_sensors, device):
+    """(N, X * Y * slab) weights 0.8^|v - site_i|_1 over |v - site_i|_inf <= 2, on the z slab the
+    windows can reach. S (and E) on the slab is then one matrix product per robot: every sensor's
+    share, summed, exactly as DESIGN.md defines S, without materialising it over the whole field."""
+    z0, z1 = shape.imprint_z_range()
+    k = torch.zeros(n_sensors, shape.nx, shape.ny, z1 - z0, dtype=torch.float32)
+    for i in range(n_sensors):
+        sx, sy, sz = sensor_site(i, n_sensors, shape)
+        for dx in range(-IMPRINT_RADIUS, IMPRINT_RADIUS + 1):
+            for dy in range(-IMPRINT_RADIUS, IMPRINT_RADIUS + 1):
+                for dz in range(-IMPRINT_RADIUS, IMPRINT_RADIUS + 1):
+                    x, y, z = sx + dx, sy + dy, sz + dz
+                    if 0 <= x < shape.nx and 0 <= y < shape.ny and z0 <= z < z1:
+                        k[i, x, y, z - z0] = IMPRINT_DECAY ** (abs(dx) + abs(dy) + abs(dz))
+    return k.reshape(n_sensors, -1).to(device)
+
+
+def make_constants(shape, batch, n_sensors, n_motors, device, gen):
+    """What is fixed for the robots' lives: mixing vectors, imprint weights, ramps, motor axes."""
+    mix = torch.randn(batch, n_sensors, shape.content, device=device, generator=gen)
+    mix = mix / mix.norm(dim=2, keepdim=True)  # unit norm over the content channels
+    return {
+        "mix": mix,
+        "imprint": imprint_kernel(shape, n_sensors, device),
+        "ramp_x": torch.linspace(-1.0, 1.0, shape.nx, device=device),
+        "ramp_y": torch.linspace(-1.0, 1.0, shape.ny, device=device),
+        "ramp_z": torch.linspace(-1.0, 1.0, shape.nz, device=device),
+        "motor_group": torch.arange(n_motors, device=device) % CONTENT_GROUPS,  # g = k mod 4
+        "motor_axis": torch.arange(n_motors, device=device) % 3,  # a = k mod 3
+        "learn": torch.ones(batch, 1, 1, dtype=torch.bool, device=device),
+    }
+
+
+def init_state(shape, batch, n_sensors, n_motors, device, gen):
+    """DESIGN.md section 4 start state."""
+    field = torch.zeros(batch, shape.channels, shape.nx, shape.ny, shape.nz, device=device)
+    cm = shape.content + shape.memory
+    field[:, :cm] = INITIAL_SPREAD * torch.randn(batch, cm, shape.nx, shape.ny, shape.nz, device=device,
+                                                 generator=gen)
+    field[:, shape.dynamics_begin:shape.dynamics_begin + shape.quarter] = RETENTION_REST
+
+    def zeros(*size):
+        return torch.zeros(*size, device=device)
+
+    return {
+        "field": field,
+        "confidence": torch.full((batch,), 0.5, device=device),
+        "rbar": zeros(batch),
+        "phi_prev_norm2": zeros(batch),
+        "motor_mean": zeros(batch, n_motors),
+        "prediction": zeros(batch, n_sensors),
+        "phi_prev": zeros(batch, FEATURES),
+        "elig": zeros(batch, n_motors, FEATURES),
+        "wp": zeros(batch, n_sensors, FEATURES),
+        "wm": zeros(batch, n_motors, FEATURES),
+    }
+
+
+def make_cycle(shape):
+    """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), xi (B, K)) ->
+    (new state, outputs). Pure: it returns new tensors and changes none it was given."""
+    X, Y, Z = shape.nx, shape.ny, shape.nz
+    cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
+    cm = cc + mm
+    z0, z1 = shape.imprint_z_range()
+    pool = (X // POOL_CELLS, Y // POOL_CELLS, Z // POOL_CELLS)
+
+    def laplacian(f):
+        """7-point Laplacian with replicated (clamped) borders."""
+        p = tnf.pad(f, (1, 1, 1, 1, 1, 1), mode="replicate")
+        return ((p[:, :, :-2, 1:-1, 1:-1] + p[:, :, 2:, 1:-1, 1:-1])
+                + (p[:, :, 1:-1, :-2, 1:-1] + p[:, :, 1:-1, 2:, 1:-1])
+                + (p[:, :, 1:-1, 1:-1, :-2] + p[:, :, 1:-1, 1:-1, 2:])) - 6.0 * f
+
+    def evolve_core(f, lam, rate):
+        """F' = 0.95 tanh(0.9 lam (F + k L)) for the content and memory channels; channel ch reads
+        the rates of r = ch mod quarter, so the channels are viewed as (ch // q, q)."""
+        b = f.shape[0]
+        lap = laplacian(f).reshape(b, cm // q, q, X, Y, Z)
+        core = 0.95 * torch.tanh(0.9 * lam.unsqueeze(1) * (f.reshape(b, cm // q, q, X, Y, Z)
+                                                             + rate.unsqueeze(1) * lap))
+        return core.reshape(b, cm, X, Y, Z)
+
+    def cycle(st, cs, sensors, reward, xi):
+        f = st["field"]
+        b = f.shape[0]
+
+        # 1. Error, confidence, exploration.
+        e = sensors - st["prediction"]
+        err = e.abs().mean(1)
+        conf = 0.9 * st["confidence"] + 0.1 * (1.0 - torch.clamp(1.5 * err, max=1.0))
+        explore = 0.05 + 0.45 * (1.0 - conf)
+
+        # Cross-channel terms, all from F_t (docs/decisions.md).
+        content = f[:, :cc]
+        memory = f[:, cc:cm]
+        dyn = f[:, cm:]
+        d_ret, d_dif, d_cou, d_pla = dyn[:, 0:q], dyn[:, q:2 * q], dyn[:, 2 * q:3 * q], dyn[:, 3 * q:]
+        lam = 0.90 + 0.099 * torch.sigmoid(d_ret)  # (B, q, X, Y, Z)
+        rate = 0.05 + 0.1 * torch.sigmoid(d_dif)
+        eta = 0.1 * (0.5 + torch.sigmoid(d_pla))
+        coupling = 0.2 * torch.sigmoid(d_cou) * torch.tanh(memory.mean(1, keepdim=True))
+        group_mean = content.reshape(b, CONTENT_GROUPS, gs, X, Y, Z).mean(2)
+
+        # Local activity of the content channels each dynamics channel governs (ch mod q == r),
+        # and the dynamics channels of F_t+1: D <- 0.95 D + 0.05 U.
+        by_r = content.reshape(b, cc // q, q, X, Y, Z)
+        mag = by_r.abs()
+        mean_abs = mag.mean(1)
+        mean = by_r.mean(1)
+        variance = torch.clamp((by_r * by_r).mean(1) - mean * mean, min=0.0)
+        sparsity = (mag < QUIET).to(f.dtype).mean(1)
+        target = torch.cat([
+            RETENTION_REST + DYNAMICS_STRENGTH * torch.tanh(4.0 * (0.3 - mean_abs)),
+            DYNAMICS_STRENGTH * torch.tanh(8.0 * (variance - 0.05)),
+            DYNAMICS_STRENGTH * torch.tanh(4.0 * (mean_abs - 0.2)),
+            DYNAMICS_STRENGTH * torch.tanh(4.0 * (sparsity - 0.5)),
+        ], 1)
+        dyn_next = torch.clamp(0.95 * dyn + 0.05 * target, -DYNAMICS_BOUND, DYNAMICS_BOUND)
+
+        # 3. Evolve content and memory.
+        core = evolve_core(f[:, :cm], lam, rate)
+
+        # 2. Imprint, on the z slab the windows reach: S and E for both at once,
+        # (B, 2, cc, N) @ (N, slab voxels); content adds 0.05 S + eta E.
+        amp = torch.stack([sensors, e], 1)  # (B, 2, N)
+        weights = (cs["mix"].unsqueeze(1) * amp.unsqueeze(3)).transpose(2, 3)
+        s_e = torch.matmul(weights, cs["imprint"]).reshape(b, 2, cc // q, q, X, Y, z1 - z0)
+        imprint = SENSORY_GAIN * s_e[:, 0] + eta[..., z0:z1].unsqueeze(1) * s_e[:, 1]
+
+        c_next = core[:, :cc].reshape(b, cc // q, q, X, Y, Z) + coupling.unsqueeze(1)
+        c_next[..., z0:z1].add_(imprint)  # in place on the slab (`+=` would add a self-copy)
+        c_next = torch.clamp(c_next, -FIELD_BOUND, FIELD_BOUND).reshape(b, cc, X, Y, Z)
+        # Memory channel j: 0.9 F'_j + 0.05 mean(G_(j mod 4)) (+ 0.1 P_j, P = 0 here).
+        m_next = (0.9 * core[:, cc:].reshape(b, mm // CONTENT_GROUPS, CONTENT_GROUPS, X, Y, Z)
+                  + 0.05 * group_mean.unsqueeze(1))
+        m_next = torch.clamp(m_next, -FIELD_BOUND, FIELD_BOUND).reshape(b, mm, X, Y, Z)
+        field_next = torch.cat([c_next, m_next, dyn_next], 1)
+
+        # 4. Features: A_g of F_t+1, pooled to 4x4x4, standardised over all P entries.
+        a = c_next.reshape(b, CONTENT_GROUPS, gs, X, Y, Z).mean(2)
+        raw = tnf.avg_pool3d(a, kernel_size=pool).reshape(b, FEATURES)
+        dev = raw - raw.mean(1, keepdim=True)
+        var_phi = (dev * dev).mean(1, keepdim=True)
+        inv_std = torch.where(var_phi > VARIANCE_FLOOR, torch.rsqrt(torch.clamp(var_phi, min=VARIANCE_FLOOR)),
+                              torch.zeros_like(var_phi))
+        phi = dev * inv_std
+
+        # Motors: the pull of group k mod 4 along axis k mod 3, the readout, the exploration.
+        abs_sum = a.abs().sum((2, 3, 4))
+        ramp_sums = torch.stack([
+            (a.sum((3, 4)) * cs["ramp_x"]).sum(2),
+            (a.sum((2, 4)) * cs["ramp_y"]).sum(2),
+            (a.sum((2, 3)) * cs["ramp_z"]).sum(2),
+        ], 2)  # (B, 4, 3)
+        pulls = 2.0 * ramp_sums / (abs_sum.unsqueeze(2) + PULL_EPSILON * shape.voxels)
+        pull = pulls[:, cs["motor_group"], cs["motor_axis"]]  # (B, K)
+        wm = st["wm"]
+        readout = torch.matmul(wm, phi.unsqueeze(2)).squeeze(2)
+        motors = torch.tanh(pull + readout * INV_SQRT_FEATURES + explore.unsqueeze(1) * xi)
+
+        # 5. Reward: judges the previous action through the previous eligibility.
+        advantage = reward - st["rbar"]
+        wm_next = torch.where(cs["learn"],
+                              torch.clamp(wm + 0.5 * advantage[:, None, None] * st["elig"], -WM_BOUND, WM_BOUND),
+                              wm)
+        elig = (motors - st["motor_mean"]).unsqueeze(2) * phi.unsqueeze(1) * INV_SQRT_FEATURES
+        motor_mean = 0.9 * st["motor_mean"] + 0.1 * motors
+        rbar = 0.95 * st["rbar"] + 0.05 * reward
+
+        # 6. Predict: normalised LMS on phi_(t-1), then p = tanh(Wp phi_t).
+        n2 = st["phi_prev_norm2"]
+        inv_n2 = torch.where(n2 > NORM2_FLOOR, 1.0 / torch.clamp(n2, min=NORM2_FLOOR), torch.zeros_like(n2))
+        wp = st["wp"] + 0.5 * e.unsqueeze(2) * st["phi_prev"].unsqueeze(1) * inv_n2[:, None, None]
+        prediction = torch.tanh(torch.matmul(wp, phi.unsqueeze(2)).squeeze(2))
+
+        new_state = {
+            "field": field_next,
+            "confidence": conf,
+            "rbar": rbar,
+            "phi_prev_norm2": (phi * phi).sum(1),
+            "motor_mean": motor_mean,
+            "prediction": prediction,
+            "phi_prev": phi,
+            "elig": elig,
+            "wp": wp,
+            "wm": wm_next,
+        }
+        outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
+        return new_state, outputs
+
+    return cycle
+
+
+# =================================================================================================
+# The scalar transcription (plain Python, one robot): the parity reference for the vectorised code
+# =================================================================================================
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _clamp(v, bound):
+    return -bound if v < -bound else (bound if v > bound else v)
+
+
+def scalar_cycle(shape, field, st, params, sensors, reward, xi):
+    """One robot's cycle, loop by loop in the order of gpu/cpu/field_pass.cc (EvolveSlab) and
+    gpu/cpu/robot_steps.cc (OpenCycle, CloseCycle), in Python floats. `field` is a flat list in
+    F[c][x][y][z] order; `st` a dict of lists (as init_state's, one robot); `params` has
+    "sites" (N x 3) and "mix" (N x content). Returns (new field, new state, outputs)."""
+    X, Y, Z = shape.nx, shape.ny, shape.nz
+    cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
+    cm, C = cc + mm, shape.channels
+    YZ, XYZ = Y * Z, X * Y * Z
+    n = len(sensors)
+    k_motors = len(xi)
+    sites, mix = params["sites"], params["mix"]
+    per_r = cc // q
+
+    # 1. OpenCycle.
+    errors = [sensors[i] - st["prediction"][i] for i in range(n)]
+    err = sum(abs(v) for v in errors) / n
+    conf = 0.9 * st["confidence"] + 0.1 * (1.0 - min(1.0, 1.5 * err))
+    explore = 0.05 + 0.45 * (1.0 - conf)
+
+    # 2-3. EvolveSlab, voxel by voxel.
+    out = [0.0] * len(field)
+    for x in range(X):
+        xm, xp = max(x - 1, 0), min(x + 1, X - 1)
+        near_x = [i for i in range(n) if abs(sites[i][0] - x) <= IMPRINT_RADIUS]
+        for y in range(Y):
+            ym, yp = max(y - 1, 0), min(y + 1, Y - 1)
+            near = [i for i in near_x if abs(sites[i][1] - y) <= IMPRINT_RADIUS]
+            for z in range(Z):
+                zm, zp = max(z - 1, 0), min(z + 1, Z - 1)
+                v = x * YZ + y * Z + z
+                vals = [field[c * XYZ + v] for c in range(C)]
+                mem_mean = sum(vals[cc:cm]) / mm
+                gmean = [sum(vals[g * gs:(g + 1) * gs]) / gs for g in range(CONTENT_GROUPS)]
+                activity = []
+                for r in range(q):
+                    chs = vals[r:cc:q]
+                    mean = sum(chs) / per_r
+                    variance = max(sum(c * c for c in chs) / per_r - mean * mean, 0.0)
+                    quiet = sum(1 for c in chs if abs(c) < QUIET) / per_r
+                    activity.append((sum(abs(c) for c in chs) / per_r, variance, quiet))
+                lam = [0.90 + 0.099 * _sigmoid(vals[cm + r]) for r in range(q)]
+                rate = [0.05 + 0.1 * _sigmoid(vals[cm + q + r]) for r in range(q)]
+                coup = [0.2 * _sigmoid(vals[cm + 2 * q + r]) * math.tanh(mem_mean) for r in range(q)]
+                eta = [0.1 * (0.5 + _sigmoid(vals[cm + 3 * q + r])) for r in range(q)]
+                hits = [(i, IMPRINT_DECAY ** (abs(sites[i][0] - x) + abs(sites[i][1] - y) + abs(sites[i][2] - z)))
+                        for i in near if abs(sites[i][2] - z) <= IMPRINT_RADIUS]
+                for ch in range(cm):
+                    r = ch % q
+                    o = ch * XYZ
+                    c0 = vals[ch]
+                    lap = ((field[o + xm * YZ + y * Z + z] + field[o + xp * YZ + y * Z + z])
+                           + (field[o + x * YZ + ym * Z + z] + field[o + x * YZ + yp * Z + z])
+                           + (field[o + x * YZ + y * Z + zm] + field[o + x * YZ + y * Z + zp])) - 6.0 * c0
+                    core = 0.95 * math.tanh(0.9 * lam[r] * (c0 + rate[r] * lap))
+                    if ch < cc:
+                        imprint = 0.0
+                        if hits:
+                            s_field = sum(mix[i][ch] * sensors[i] * d for i, d in hits)
+                            e_field = sum(mix[i][ch] * errors[i] * d for i, d in hits)
+                            imprint = SENSORY_GAIN * s_field + eta[r] * e_field
+                        out[o + v] = _clamp(core + imprint + coup[r], FIELD_BOUND)
+                    else:
+                        out[o + v] = _clamp(0.9 * core + 0.05 * gmean[(ch - cc) % CONTENT_GROUPS], FIELD_BOUND)
+                for d in range(shape.dynamics):
+                    quarter, r = d // q, d % q
+                    a_abs, a_var, a_sparse = activity[r]
+                    if quarter == 0:
+                        u = RETENTION_REST + DYNAMICS_STRENGTH * math.tanh(4.0 * (0.3 - a_abs))
+                    elif quarter == 1:
+                        u = DYNAMICS_STRENGTH * math.tanh(8.0 * (a_var - 0.05))
+                    elif quarter == 2:
+                        u = DYNAMICS_STRENGTH * math.tanh(4.0 * (a_abs - 0.2))
+                    else:
+                        u = DYNAMICS_STRENGTH * math.tanh(4.0 * (a_sparse - 0.5))
+                    out[(cm + d) * XYZ + v] = _clamp(0.95 * vals[cm + d] + 0.05 * u, DYNAMICS_BOUND)
+
+    # The summary of F_t+1 (readout.h FieldSummary).
+    blocks = POOL_CELLS ** 3
+    pool = [[0.0] * blocks for _ in range(CONTENT_GROUPS)]
+    abs_sum = [0.0] * CONTENT_GROUPS
+    ramp_sum = [[0.0] * 3 for _ in range(CONTENT_GROUPS)]
+
+    def ramp(i, size):
+        return -1.0 + 2.0 * i / (size - 1)
+
+    for x in range(X):
+        for y in range(Y):
+            for z in range(Z):
+                v = x * YZ + y * Z + z
+                block = ((x * POOL_CELLS // X) * POOL_CELLS + (y * POOL_CELLS // Y)) * POOL_CELLS + z * POOL_CELLS // Z
+                for g in range(CONTENT_GROUPS):
+                    a = sum(out[(g * gs + j) * XYZ + v] for j in range(gs)) / gs
+                    pool[g][block] += a
+                    abs_sum[g] += abs(a)
+                    ramp_sum[g][0] += ramp(x, X) * a
+                    ramp_sum[g][1] += ramp(y, Y) * a
+                    ramp_sum[g][2] += ramp(z, Z) * a
+
+    # CloseCycle: phi, motors, reward learning, prediction.
+    raw = [pool[g][blk] * blocks / shape.voxels for g in range(CONTENT_GROUPS) for blk in range(blocks)]
+    mean = sum(raw) / FEATURES
+    var = sum((p - mean) ** 2 for p in raw) / FEATURES
+    inv_std = 1.0 / math.sqrt(var) if var > VARIANCE_FLOOR else 0.0
+    phi = [(p - mean) * inv_std for p in raw]
+    motors = []
+    for k in range(k_motors):
+        g, axis = k % CONTENT_GROUPS, k % 3
+        pull = 2.0 * ramp_sum[g][axis] / (abs_sum[g] + PULL_EPSILON * shape.voxels)
+        dot = sum(w * p for w, p in zip(st["wm"][k], phi))
+        motors.append(math.tanh(pull + dot * INV_SQRT_FEATURES + explore * xi[k]))
+    advantage = reward - st["rbar"]
+    wm = [[_clamp(w + 0.5 * advantage * el, WM_BOUND) for w, el in zip(st["wm"][k], st["elig"][k])]
+          for k in range(k_motors)]
+    elig = [[(motors[k] - st["motor_mean"][k]) * p * INV_SQRT_FEATURES for p in phi] for k in range(k_motors)]
+    motor_mean = [0.9 * st["motor_mean"][k] + 0.1 * motors[k] for k in range(k_motors)]
+    rbar = 0.95 * st["rbar"] + 0.05 * reward
+    inv_n2 = 1.0 / st["phi_prev_norm2"] if st["phi_prev_norm2"] > NORM2_FLOOR else 0.0
+    wp = [[w + 0.5 * errors[i] * pp * inv_n2 for w, pp in zip(st["wp"][i], st["phi_prev"])] for i in range(n)]
+    prediction = [math.tanh(sum(w * p for w, p in zip(wp[i], phi))) for i in range(n)]
+    new_state = {
+        "confidence": conf, "rbar": rbar, "phi_prev_norm2": sum(p * p for p in phi), "motor_mean": motor_mean,
+        "prediction": prediction, "phi_prev": phi, "elig": elig, "wp": wp, "wm": wm,
+    }
+    outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
+    return out, new_state, outputs
+
+
+# =================================================================================================
+# Running, timing, checking
+# =================================================================================================
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class InputRing:
+    """Random sensor frames and rewards in [-1, 1], made up front on the device; frame i % R.
+    Odd frames of the extreme ring are sign(random): the bounds check sees saturated input too."""
+
+    def __init__(self, batch, n_sensors, device, gen, extreme=False):
+        self.sensors = torch.rand(INPUT_FRAMES, batch, n_sensors, device=device, generator=gen) * 2.0 - 1.0
+        self.rewards = torch.rand(INPUT_FRAMES, batch, device=device, generator=gen) * 2.0 - 1.0
+        if extreme:
+            self.sensors[1::2] = torch.sign(self.sensors[1::2])
+
+    def frame(self, i):
+        return self.sensors[i % INPUT_FRAMES], self.rewards[i % INPUT_FRAMES]
+
+
+def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=None):
+    """`count` cycles from cycle number `first`; with `timer`, each cycle is timed (list of ms)."""
+    batch = state["field"].shape[0]
+    device = state["field"].device
+    out = None
+    for i in range(first, first + count):
+        sensors, reward = ring.frame(i)
+        if timer is not None:
+            timer.start()
+        xi = torch.randn(batch, n_motors, device=device, generator=gen)
+        state, out = step(state, consts, sensors, reward, xi)
+        if timer is not None:
+            timer.stop()
+    return state, out
+
+
+class CycleTimer:
+    """Per-cycle times: CUDA events (no synchronisation until the end) or, on the CPU, the clock."""
+
+    def __init__(self, device):
+        self.device = device
+        self.pairs = []
+        self.host = []
+
+    def start(self):
+        if self.device.type == "cuda":
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self.pairs.append([ev, None])
+        else:
+            self.host.append([time.perf_counter(), None])
+
+    def stop(self):
+        if self.device.type == "cuda":
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self.pairs[-1][1] = ev
+        else:
+            self.host[-1][1] = time.perf_counter()
+
+    def milliseconds(self):
+        sync(self.device)
+        if self.device.type == "cuda":
+            return [a.elapsed_time(b) for a, b in self.pairs]
+        return [(b - a) * 1e3 for a, b in self.host]
+
+
+def bounds_problems(state, out, shape):
+    """What is wrong with a state after many cycles (an empty list when nothing is)."""
+    problems = []
+    f = state["field"]
+    cm = shape.content + shape.memory
+    if not bool(torch.isfinite(f).all()):
+        problems.append("field has non-finite values")
+    cm_max = float(f[:, :cm].abs().max())
+    if cm_max > FIELD_BOUND:
+        problems.append(f"content/memory reach {cm_max} > {FIELD_BOUND}")
+    d_max = float(f[:, cm:].abs().max())
+    if d_max > DYNAMICS_BOUND:
+        problems.append(f"dynamics reach {d_max} > {DYNAMICS_BOUND}")
+    for name in ("motors", "prediction"):
+        t = out[name]
+        if not bool(torch.isfinite(t).all()) or float(t.abs().max()) > 1.0:
+            problems.append(f"{name} not finite or outside [-1, 1]")
+    c = out["confidence"]
+    if not bool(torch.isfinite(c).all()) or float(c.min()) < 0.0 or float(c.max()) > 1.0:
+        problems.append("confidence not finite or outside [0, 1]")
+    if not bool(torch.isfinite(out["error"]).all()):
+        problems.append("error not finite")
+    return problems
+
+
+def max_difference(a, b):
+    """Largest |a - b| / (1 + |b|) over matching entries of two (state, outputs) pairs of tensor
+    dicts: absolute for the field and the outputs (|b| <= 1.5), relative for sums such as
+    |phi|^2 (~256, where float32 summation order alone moves the last digits by ~1e-4)."""
+    worst = 0.0
+    for da, db in zip(a, b):
+        for key in da:
+            x, y = da[key].float(), db[key].float()
+            worst = max(worst, float(((x - y).abs() / (1.0 + y.abs())).max()))
+    return worst
+
+
+def clone_state(state):
+    return {k: v.clone() for k, v in state.items()}
+
+
+def check_parity(device, robots, cycles, log):
+    """The vectorised cycle against scalar_cycle, robot by robot, on the small field.
+    Tolerance 1e-4: both compute the same formulas; they differ by float32 vs float64 rounding,
+    summation order and torch's tanh/sigmoid (a few 1e-7 per step), through contractive maps; phi
+    divides by the pooled std (~1e-2), which scales such differences up by ~1e2 at most. A wrong
+    index, neighbour, channel or term moves values by >= 1e-3."""
+    shape = SHAPES["small"]
+    gen = torch.Generator(device=device).manual_seed(SEED + 1)
+    consts = make_constants(shape, robots, SENSORS, MOTORS, device, gen)
+    state = init_state(shape, robots, SENSORS, MOTORS, device, gen)
+    ring = InputRing(robots, SENSORS, device, gen)
+    step = make_cycle(shape)
+    params = [{"sites": [sensor_site(i, SENSORS, shape) for i in range(SENSORS)],
+               "mix": consts["mix"][b].tolist()} for b in range(robots)]
+    fields = [state["field"][b].reshape(-1).tolist() for b in range(robots)]
+    scalar = [{k: v[b].tolist() for k, v in state.items() if k != "field"} for b in range(robots)]
+    worst = 0.0
+    for t in range(cycles):
+        sensors, reward = ring.frame(t)
+        xi = torch.randn(robots, MOTORS, device=device, generator=gen)
+        state, out = step(state, consts, sensors, reward, xi)
+        for b in range(robots):
+            fields[b], scalar[b], s_out = scalar_cycle(shape, fields[b], scalar[b], params[b], sensors[b].tolist(),
+                                                       float(reward[b]), xi[b].tolist())
+            ref_field = torch.tensor(fields[b], dtype=torch.float64)
+            worst = max(worst, float((state["field"][b].reshape(-1).double().cpu() - ref_field).abs().max()))
+            for key in ("motors", "prediction"):
+                ref = torch.tensor(s_out[key], dtype=torch.float64)
+                worst = max(worst, float((out[key][b].double().cpu() - ref).abs().max()))
+            for key in ("confidence", "error"):
+                worst = max(worst, abs(float(out[key][b]) - s_out[key]))
+            for key in ("wp", "wm", "elig"):
+                ref = torch.tensor(scalar[b][key], dtype=torch.float64)
+                worst = max(worst, float((state[key][b].double().cpu() - ref).abs().max()))
+        log(f"  parity cycle {t + 1}: max |torch - scalar| so far {worst:.3g}")
+    return worst
+
+
+def measure(shape, batch, mode, args, device, deadline):
+    """Times one (field, batch, mode) and checks it; returns the row for the table and JSON."""
+    row = {"field": shape.name, "shape": shape.dims(), "batch": batch, "mode": mode,
+           "compile_mode": args.compile_mode if mode == "compile" else None}
+    if deadline is not None and time.monotonic() > deadline:
+        row["status"] = "skipped: time budget (--deadline-s) spent"
+        return row
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        need = PEAK_FIELDS[mode] * shape.field_bytes() * batch
+        if need > 0.9 * free:
+            row["status"] = f"skipped: needs ~{need / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"
+            return row
+    gen = torch.Generator(device=device).manual_seed(SEED)
+    consts = make_constants(shape, batch, SENSORS, MOTORS, device, gen)
+    state = init_state(shape, batch, SENSORS, MOTORS, device, gen)
+    ring = InputRing(batch, SENSORS, device, gen, extreme=True)
+    eager = make_cycle(shape)
+    step = eager
+    if mode == "compile":
+        # A fresh compilation per configuration: no recompile limit, no automatic dynamic shapes.
+        importlib.import_module("torch._dynamo").reset()
+        step = torch.compile(eager, mode=None if args.compile_mode == "default" else args.compile_mode,
+                             dynamic=False, fullgraph=True)
+        t0 = time.perf_counter()
+        state, _ = run_cycles(step, state, consts, ring, 0, 1, MOTORS, gen)  # compiles
+        sync(device)
+        row["compile_s"] = round(time.perf_counter() - t0, 2)
+    done = 1 if mode == "compile" else 0
+    state, _ = run_cycles(step, state, consts, ring, done, args.warmup, MOTORS, gen)
+    done += args.warmup
+    sync(device)
+    timer = CycleTimer(device)
+    state, out = run_cycles(step, state, consts, ring, done, args.cycles, MOTORS, gen, timer)
+    done += args.cycles
+    ms = timer.milliseconds()
+    median = statistics.median(ms)
+    row.update({"ms_per_cycle": median, "mean_ms": statistics.fmean(ms), "min_ms": min(ms), "cycles": len(ms),
+                "robot_cycles_per_s": batch / (median * 1e-3), "us_per_robot_cycle": median * 1e3 / batch})
+
+    # Correctness: on to --check-cycles cycles, then bounds; compile against eager for one cycle.
+    if done < args.check_cycles:
+        state, out = run_cycles(step, state, consts, ring, done, args.check_cycles - done, MOTORS, gen)
+        done = args.check_cycles
+    problems = bounds_problems(state, out, shape)
+    row["checked_cycles"] = done
+    if mode == "compile":
+        sensors, reward = ring.frame(done)
+        xi = torch.randn(batch, MOTORS, device=device, generator=gen)
+        diff = max_difference(step(clone_state(state), consts, sensors, reward, xi),
+                              eager(clone_state(state), consts, sensors, reward, xi))
+        row["compile_vs_eager_max_diff"] = diff
+        if not diff <= COMPARE_TOL:
+            problems.append(f"compiled cycle differs from eager by {diff} > {COMPARE_TOL}")
+    row["status"] = "ok" if not problems else "FAILED: " + "; ".join(problems)
+    return row
+
+
+TABLE_HEADER = (f"{'field':>8} {'shape':>12} {'batch':>6} {'mode':>8} {'ms/cycle':>12} {'robot-cycles/s':>16} "
+                f"{'us/robot-cyc':>14} {'compile s':>10}  status")
+
+
+def print_row(row):
+    lead = f"{row['field']:>8} {SHAPES[row['field']].dims():>12} {row['batch']:>6} {row['mode']:>8}"
+    if "ms_per_cycle" in row:
+        compile_s = f"{row['compile_s']:.1f}" if "compile_s" in row else "-"
+        print(f"{lead} {row['ms_per_cycle']:>12.4f} {row['robot_cycles_per_s']:>16.1f} "
+              f"{row['us_per_robot_cycle']:>14.2f} {compile_s:>10}  {row['status']}", flush=True)
+    else:
+        print(f"{lead} {'-':>12} {'-':>16} {'-':>14} {'-':>10}  {row['status']}", flush=True)
+
+
+def write_json(path, report):
+    if not path:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=2)
+    os.replace(tmp, path)  # whole or nothing, even if the run is cut off
+
+
+def parse_list(text, allowed=None, kind=str):
+    items = [kind(t) for t in text.split(",") if t.strip()]
+    if allowed is not None:
+        for t in items:
+            if t not in allowed:
+                raise argparse.ArgumentTypeError(f"{t!r}: choose from {', '.join(allowed)}")
+    return items
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    ap.add_argument("--field", default="default,small", type=lambda t: parse_list(t, SHAPES),
+                    help="comma list of default, small (default: both)")
+    ap.add_argument("--batch", "--batches", dest="batches", default=",".join(map(str, BATCH_SIZES)),
+                    type=lambda t: parse_list(t, kind=int), help="comma list of batch sizes")
+    ap.add_argument("--modes", default=None, type=lambda t: parse_list(t, ("eager", "compile")),
+                    help="comma list of eager, compile (default: both on cuda, eager on cpu)")
+    ap.add_argument("--compile-mode", default="default",
+                    choices=("default", "max-autotune-no-cudagraphs"),
+                    help="torch.compile mode (default: Inductor's default, no CUDA graphs)")
+    ap.add_argument("--cycles", type=int, default=20, help="timed cycles per configuration (median)")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed cycles before timing")
+    ap.add_argument("--check-cycles", type=int, default=100, help="cycles before the bounds check")
+    ap.add_argument("--parity-cycles", type=int, default=3, help="cycles of the parity check (0: none)")
+    ap.add_argument("--parity-robots", type=int, default=2, help="robots of the parity check")
+    ap.add_argument("--deadline-s", type=float, default=None,
+                    help="start no configuration after this many seconds (the rest are skipped, reported)")
+    ap.add_argument("--out", default=None, help="write the results as JSON here (rewritten after each row)")
+    args = ap.parse_args()
+
+    if torch is None:
+        sys.exit("torch_reference.py needs PyTorch (import torch failed)")
+    if args.cycles < 1 or args.warmup < 0:
+        sys.exit("--cycles must be >= 1 and --warmup >= 0")
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda, but torch sees no CUDA device (use --device cpu for the smoke test)")
+    modes = args.modes or (["eager", "compile"] if device.type == "cuda" else ["eager"])
+    started = time.monotonic()
+    deadline = started + args.deadline_s if args.deadline_s else None
+    torch.set_float32_matmul_precision("highest")  # fp32: no TF32 in the imprint's matrix product
+    torch.backends.cudnn.allow_tf32 = False
+
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"torch {torch.__version__} on {device_name}; fp32; {SENSORS} sensors, {MOTORS} motors; "
+          f"modes {', '.join(modes)}" + (f" (torch.compile mode: {args.compile_mode})" if "compile" in modes else ""),
+          flush=True)
+    report = {"device": device_name, "torch": torch.__version__, "dtype": "float32", "sensors": SENSORS,
+              "motors": MOTORS, "compile_mode": args.compile_mode, "warmup": args.warmup, "cycles": args.cycles,
+              "timing": "median of per-cycle CUDA events" if device.type == "cuda" else "median of per-cycle clock",
+              "checks": {}, "rows": []}
+    failed = False
+
+    with torch.inference_mode():
+        if args.parity_cycles > 0:
+            print(f"parity: vectorised vs scalar cycle, small field, {args.parity_robots} robots, "
+                  f"{args.parity_cycles} cycles", flush=True)
+            worst = check_parity(device, args.parity_robots, args.parity_cycles, lambda m: print(m, flush=True))
+            ok = worst <= COMPARE_TOL
+            failed |= not ok
+            report["checks"]["parity_max_diff"] = worst
+            report["checks"]["parity"] = "ok" if ok else f"FAILED: {worst} > {COMPARE_TOL}"
+            print(f"parity: {report['checks']['parity']} (max diff {worst:.3g})", flush=True)
+            write_json(args.out, report)
+
+        print(TABLE_HEADER, flush=True)
+        for name in args.field:
+            for mode in modes:
+                for batch in args.batches:
+                    try:
+                        row = measure(SHAPES[name], batch, mode, args, device, deadline)
+                    except torch.cuda.OutOfMemoryError as e:
+                        row = {"field": name, "batch": batch, "mode": mode,
+                               "status": f"skipped: out of memory ({str(e).splitlines()[0]})"}
+                    except Exception as e:  # a failed configuration is reported, the sweep goes on
+                        row = {"field": name, "batch": batch, "mode": mode,
+                               "status": f"FAILED: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+                    failed |= row["status"].startswith("FAILED")
+                    report["rows"].append(row)
+                    print_row(row)
+                    write_json(args.out, report)
+                    if device.type == "cuda":
+                        torch.cuda.empty_cache()
+    print("\nall configurations:\n" + TABLE_HEADER)
+    for row in report["rows"]:
+        print_row(row)
+    report["elapsed_s"] = round(time.monotonic() - started, 1)
+    report["ok"] = not failed
+    write_json(args.out, report)
+    print(f"done in {report['elapsed_s']} s: {'all checks passed' if not failed else 'SOME CHECKS FAILED'}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
