@@ -100,12 +100,17 @@ void BrainServer::Shutdown() {
       health->SetServingStatus(false);
     }
   }
+  const absl::Time deadline = absl::Now() + absl::Seconds(config_.shutdown_deadline_s);
   if (service_ != nullptr) service_->BeginShutdown();
   if (scheduler_ != nullptr) scheduler_->Drain();
-  if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::seconds(config_.shutdown_deadline_s));
+  // Every Cycle stream now owes at most its last writes. Let them finish, within the deadline,
+  // then end gRPC at once: its own Shutdown(deadline) would also wait out the deadline for every
+  // idle robot connection (gRPC ends a server only when all connections are gone), so one
+  // connected robot would hold a SIGTERM for the whole deadline.
+  while (service_ != nullptr && service_->registry().size() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
   }
+  if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
   stop_reaper_.Notify();
   if (reaper_.joinable()) reaper_.join();
   // Streams still owed an answer get it now (SHUTTING_DOWN) and delete themselves.
