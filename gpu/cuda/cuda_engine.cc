@@ -82,6 +82,8 @@ class CudaEngine final : public Engine {
   absl::Status EnqueueCycle(int grid_rows, int copy_rows, bool timed, bool capturing, CudaCounters& counters);
   absl::Status RecordEvent(int i, bool capturing);
   absl::Status ReportStages(int n);
+  // Launches the cycle of the rows staged for `n` and waits for its output copy.
+  absl::Status LaunchAndWait(int n, bool timed);
   absl::Status InitBrain(int slot, const RobotParams& params, uint64_t seed);
 
   float* Field(int buffer) const { return pool_mem_.at<float>(pool_.field_offset(buffer)); }
@@ -98,6 +100,10 @@ class CudaEngine final : public Engine {
   std::string device_name_;
   CudaCounters counters_;
   StageTimingSink* sink_ = nullptr;
+  // Set when a cycle failed on the device: part of it may have run (a robot's state advanced
+  // while its field did not), so the engine refuses further batches rather than serve robots
+  // from a state that no cycle wrote whole.
+  absl::Status failed_;
 
   // Declared before what uses them, so they are destroyed after.
   Stream stream_;
@@ -197,6 +203,9 @@ absl::Status CudaEngine::RunBatch(int n) {
   if (n < 1 || n > config_.max_batch)
     return absl::InvalidArgumentError(
         absl::StrCat("batch of ", n, " rows; this engine takes 1 to ", config_.max_batch));
+  if (!failed_.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat("the CUDA engine stopped after an earlier device error: ", failed_.message()));
   const std::span<const BatchInputRow> rows(inputs_.data(), size_t(n));
   FB_RETURN_IF_ERROR(pool_.ValidateBatch(rows));
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
@@ -210,15 +219,24 @@ absl::Status CudaEngine::RunBatch(int n) {
   }
 
   const bool timed = sink_ != nullptr;
+  if (absl::Status s = LaunchAndWait(n, timed); !s.ok()) {
+    cudaStreamSynchronize(stream_.get());  // let whatever was queued finish before anything else
+    failed_ = s;
+    return s;
+  }
+  pool_.CommitBatch(rows);
+  ++counters_.batches;
+  if (timed) return ReportStages(n);
+  return absl::OkStatus();
+}
+
+absl::Status CudaEngine::LaunchAndWait(int n, bool timed) {
   if (options_.use_graphs) {
     FB_RETURN_IF_ERROR(graphs_[timed ? 1 : 0][size_t(BucketIndex(buckets_, n))].Launch(stream_.get(), counters_));
   } else {
     FB_RETURN_IF_ERROR(EnqueueCycle(n, n, timed, false, counters_));
   }
   FB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-  pool_.CommitBatch(rows);
-  ++counters_.batches;
-  if (timed) return ReportStages(n);
   return absl::OkStatus();
 }
 

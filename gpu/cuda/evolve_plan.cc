@@ -28,7 +28,8 @@ std::optional<EvolveTile> PlanEvolveTile(const FieldShape& shape, int max_smem_b
   const int quads = shape.nz / 4;
   const int cell_rows = shape.ny / 4;
   for (int rows = cell_rows; rows >= 1; --rows) {
-    if (cell_rows % rows != 0 || rows * quads > kMaxEvolveThreads) continue;
+    // The epilogue writes one content group per thread: a block needs at least kContentGroups.
+    if (cell_rows % rows != 0 || rows * quads > kMaxEvolveThreads || rows * quads < kContentGroups) continue;
     EvolveTile t;
     t.rows = rows;
     t.quads = quads;

@@ -1,6 +1,6 @@
 // Step 1 of the cycle (DESIGN.md section 4): e = s - p, err, confidence, exploration, one thread
-// per batch row through model::open_cycle, the function the CPU engine calls too, so both get the
-// same bits. 64 rows at most per block; the batch's row count (device data) masks the rest.
+// per batch row through model::open_cycle, the function the CPU engine calls too (the same sums
+// in the same order; nvcc's fused multiply-adds may move the last bit). 64 rows at most per block; the batch's row count (device data) masks the rest.
 #include "gpu/cuda/launch.h"
 #include "gpu/model/robot_cycle.h"
 

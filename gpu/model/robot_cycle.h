@@ -1,6 +1,7 @@
 // Step 1 of a cycle (DESIGN.md section 4) for one robot, as one function both engines call: the
 // CPU engine per robot (cpu::OpenCycle), the CUDA engine with one thread per batch row. The sum
-// runs in sensor order, so both engines get the same bits for err, c and x.
+// runs in sensor order in both; they can still differ in the last bit where one compiler fuses a
+// multiply-add and the other does not.
 #pragma once
 
 #include <cmath>

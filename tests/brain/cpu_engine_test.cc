@@ -112,6 +112,35 @@ TEST(CpuEngine, OutputsStayInRangeAndUnusedEntriesZero) {
   }
 }
 
+// Shapes other than the two profiles: fewer channels (C = 16, one dynamics channel per quarter)
+// and sides of different lengths, so no axis is confused with another.
+TEST(CpuEngine, NonCubicFieldsRunBoundedAndPullAlongTheRightAxis) {
+  for (const FieldShape shape : {FieldShape{32, 8, 16, 32}, FieldShape{16, 8, 32, 256}}) {
+    ASSERT_TRUE(shape.valid());
+    BrainRig rig(shape, 1);
+    const int b = rig.Add(BrainSpec{3, 12, 3});
+    // A field rising along y in every content channel pulls motor 1 (group 1, axis y) forward.
+    BrainSnapshot snap = *rig.engine().Snapshot(rig.slot(b));
+    for (int c = 0; c < shape.content(); ++c)
+      for (int x = 0; x < shape.nx; ++x)
+        for (int y = 0; y < shape.ny; ++y)
+          for (int z = 0; z < shape.nz; ++z) snap.field[shape.index(c, x, y, z)] = float(y) / float(shape.ny);
+    ASSERT_TRUE(rig.engine().Restore(rig.slot(b), snap).ok());
+    const auto frames = RandomFrames(20, 12, 6);
+    const CycleOut first = rig.Step1(b, std::vector<float>(12, 0.0f));
+    const BrainSnapshot after = *rig.engine().Snapshot(rig.slot(b));
+    // The y pull is about 0.67; the exploration noise has a scale below 0.3.
+    EXPECT_GT(first.motors[1], 0.2f) << shape.nx << "x" << shape.ny << "x" << shape.nz;
+    for (int t = 0; t < 20; ++t) {
+      const CycleOut out = rig.Step1(b, frames[t], 0.5f);
+      for (float m : out.motors) ASSERT_TRUE(std::isfinite(m) && std::fabs(m) <= 1.0f);
+    }
+    const BrainSnapshot s = *rig.engine().Snapshot(rig.slot(b));
+    for (int64_t i = 0; i < shape.floats(); ++i) ASSERT_TRUE(std::isfinite(s.field[i]));
+    EXPECT_EQ(after.state.cycle, 1u);
+  }
+}
+
 TEST(CpuEngine, RejectsBadBrainsAndBadBatches) {
   EngineConfig config;
   config.shape = FieldShape::Small();

@@ -98,7 +98,10 @@ TEST(CudaEngine, MakeEngineCudaAndAutoGiveAWorkingCudaEngine) {
 // After one cycle from the same seeds and inputs, the CUDA field equals the CPU field.
 TEST(CudaEngine, FieldAfterOneCycleMatchesCpu) {
   SKIP_WITHOUT_CUDA_DEVICE();
-  for (const FieldShape shape : {FieldShape::Default(), FieldShape::Small()}) {
+  // Beside the two profiles, two non-cubic shapes: an x/y/z mix-up cannot hide, and the second
+  // (C = 16, quarter 1) tiles a pool cell in y with several blocks.
+  for (const FieldShape shape :
+       {FieldShape::Default(), FieldShape::Small(), FieldShape{32, 8, 16, 32}, FieldShape{16, 8, 32, 256}}) {
     ParityRun cpu(MustMake("cpu", Config(shape, 3, 3)));
     ParityRun gpu(MustMake("cuda", Config(shape, 3, 3)));
     for (const BrainSpec& s : kMixedSpecs) {
