@@ -10,10 +10,11 @@
 #
 #   1. Build, on the build machine (-j1 where the cores are shared):
 #        cmake -S /work/main -B /work/main/build-bench
-#        cmake --build /work/main/build-bench -j1 --target gpu_tests cuda_cycle_bench
+#        cmake --build /work/main/build-bench -j1 --target gpu_tests cuda_cycle_bench server_e2e_test brain-server
 #   2. Bundle into a folder of the checkout that git ignores (/bundle*/ is in .gitignore):
 #        cd /work/main && /work/shared/tools/device-bundle.sh bundle-gpu \
-#            build-bench/tests/gpu/gpu_tests build-bench/tests/bench/cuda_cycle_bench
+#            build-bench/tests/gpu/gpu_tests build-bench/tests/bench/cuda_cycle_bench \
+#            build-bench/tests/server/server_e2e_test build-bench/server/brain-server
 #   3. One device call (the `run` tool; it starts in the repository root there):
 #        command:   bash tests/bench/run_gpu_bench.sh bundle-gpu
 #        carry:     ["bundle-gpu"]
@@ -56,7 +57,7 @@ started=$(date +%s)
 elapsed() { echo $(( $(date +%s) - started )); }
 left() { echo $(( budget - $(elapsed) )); }
 
-tests_status="not run"; bench_status="not run"; torch_status="not run"
+tests_status="not run"; e2e_status="not run"; bench_status="not run"; torch_status="not run"
 failed=0
 
 echo "== device"
@@ -83,6 +84,19 @@ else
   elif [ "$rc" = 0 ]; then tests_status="passed (${took}s)";
   elif [ "$rc" = 124 ]; then tests_status="FAILED: stopped after ${tests_budget}s"; failed=1;
   else tests_status="FAILED: exit status $rc (${took}s)"; failed=1; fi
+fi
+
+# 1b. The daemon end to end on the CUDA engine: the e2e suite with --engine=cuda.
+if [ "${SKIP_TESTS:-0}" = 1 ]; then
+  e2e_status="skipped (SKIP_TESTS=1)"
+elif [ ! -x "$bundle/bin/server_e2e_test" ] || [ ! -x "$bundle/bin/brain-server" ]; then
+  e2e_status="FAILED: server_e2e_test or brain-server is not in the bundle"; failed=1
+else
+  echo "== server_e2e_test with --engine=cuda"
+  FIELDBRAIN_E2E_ENGINE=cuda BRAIN_SERVER="$bundle/bin/brain-server" timeout 180 \
+    "$bundle/run" server_e2e_test --gtest_color=no 2>&1 | tee "$out/server_e2e_cuda.log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ]; then e2e_status="passed"; else e2e_status="FAILED: exit status $rc"; failed=1; fi
 fi
 
 # 2. The CUDA benchmark.
@@ -218,5 +232,6 @@ print(f"\ntargets: eager/ours >= {EAGER_TARGET:g}, compile/ours >= {COMPILE_TARG
       f"evolve/copy >= {BANDWIDTH_TARGET:g} at {BANDWIDTH_FROM}+ robots; '-' = not measured (see the logs)")
 EOF
 
+echo "server_e2e (cuda):  $e2e_status" | tee -a "$out/summary.txt"
 echo "== results in $out (elapsed $(elapsed)s)"
 exit "$failed"

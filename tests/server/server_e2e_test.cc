@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -32,6 +33,22 @@
 
 namespace fieldbrain::server {
 namespace {
+
+// The daemon under test and its engine. The defaults are the build tree's binary and the CPU
+// engine; a GPU session runs the same tests from a bundle with FIELDBRAIN_E2E_ENGINE=cuda and
+// BRAIN_SERVER=<bundle>/bin/brain-server (tests/bench/run_gpu_bench.sh).
+std::string FromEnv(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+const std::string& ServerBinary() {
+  static const std::string path = FromEnv("BRAIN_SERVER", BRAIN_SERVER_PATH);
+  return path;
+}
+const std::string& EngineUnderTest() {
+  static const std::string engine = FromEnv("FIELDBRAIN_E2E_ENGINE", "cpu");
+  return engine;
+}
 
 using client::BrainClient;
 using client::ClientOptions;
@@ -79,18 +96,19 @@ bool Eventually(F done, absl::Duration timeout = absl::Seconds(30)) {
 
 class ServerE2eTest : public ::testing::Test {
  protected:
-  // Starts the daemon (small field, CPU engine) and waits until it answers GetServerInfo.
+  // Starts the daemon (small field, the engine under test) and waits until it answers
+  // GetServerInfo.
   void StartDaemon(std::vector<std::string> extra = {}) {
     port_ = testing::PickFreePort();
     ASSERT_GT(port_, 0);
     target_ = absl::StrCat("127.0.0.1:", port_);
-    std::vector<std::string> argv = {BRAIN_SERVER_PATH,     "--listen=" + target_,
-                                     "--engine=cpu",        "--field=small",
+    std::vector<std::string> argv = {ServerBinary(),        "--listen=" + target_,
+                                     "--engine=" + EngineUnderTest(), "--field=small",
                                      "--max_robots=8",      "--threads=1",
                                      "--shutdown_deadline_s=5"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     std::optional<ChildProcess> p = ChildProcess::Spawn(argv);
-    ASSERT_TRUE(p.has_value()) << "cannot start " << BRAIN_SERVER_PATH;
+    ASSERT_TRUE(p.has_value()) << "cannot start " << ServerBinary();
     daemon_.emplace(std::move(*p));
     channel_ = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
     stub_ = brain::v1::Brain::NewStub(channel_);
@@ -251,12 +269,12 @@ TEST_F(ServerE2eTest, ServesMetricsOverHttp) {
     return absl::StrContains(body, "brain_cycles_total 5");
   })) << body;
   EXPECT_THAT(body, HasSubstr("brain_sessions_active 1"));
-  EXPECT_THAT(body, HasSubstr("brain_build_info{engine=\"cpu\""));
+  EXPECT_THAT(body, HasSubstr("brain_build_info{engine=\"" + EngineUnderTest() + "\""));
 }
 
 TEST(ServerFlagsE2eTest, BadFlagsExitNonZeroWithAMessage) {
   for (const char* bad : {"--max_robots=0", "--engine=tpu", "--field=huge", "--listen=nowhere"}) {
-    std::optional<ChildProcess> p = ChildProcess::Spawn({BRAIN_SERVER_PATH, bad});
+    std::optional<ChildProcess> p = ChildProcess::Spawn({ServerBinary(), bad});
     ASSERT_TRUE(p.has_value());
     std::optional<int> status = p->WaitExit(absl::Seconds(30));
     ASSERT_TRUE(status.has_value()) << bad;
