@@ -51,7 +51,7 @@ void CycleStream::OnReadDone(bool ok) {
       return;
     }
     if (finish_wanted_) {  // ending anyway; a frame caught by a shutdown still gets its answer
-      if (shutting_down_ && phase_ == Phase::kRunning && request_.has_sensors()) {
+      if (shutting_down_ && !finish_called_ && phase_ == Phase::kRunning && request_.has_sensors()) {
         AnswerHereLocked(request_.sensors().seq(), brain::v1::SHUTTING_DOWN, kShuttingDown,
                          Clock::now());
       }
@@ -60,6 +60,7 @@ void CycleStream::OnReadDone(bool ok) {
       return;
     }
     phase = phase_;
+    handling_ = true;
   }
   if (phase == Phase::kHello) {
     HandleHello();
@@ -68,6 +69,7 @@ void CycleStream::OnReadDone(bool ok) {
   } else {
     absl::MutexLock lock(&mu_);
     read_busy_ = false;
+    handling_ = false;
     RequestFinishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                      request_.has_hello()
                                          ? "Hello sent twice on one stream"
@@ -81,6 +83,7 @@ void CycleStream::HandleHello() {
   auto fail = [this](const grpc::Status& status) {
     absl::MutexLock lock(&mu_);
     read_busy_ = false;
+    handling_ = false;
     RequestFinishLocked(status, true);
     MaybeFinishLocked();
   };
@@ -114,6 +117,7 @@ void CycleStream::HandleHello() {
     sensor_count_ = spec.sensor_count;
     motor_count_ = spec.motor_count;
     read_busy_ = false;  // request_ is no longer needed
+    handling_ = false;   // from here on, outstanding_ holds back the end until the Welcome
     if (!grant->needs_brain()) {
       slot_ = grant->slot;
       phase_ = Phase::kRunning;
@@ -174,8 +178,7 @@ void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {
     slot = slot_;
     if (shutting_down_) {
       AnswerHereLocked(frame.seq(), brain::v1::SHUTTING_DOWN, kShuttingDown, arrival);
-      read_busy_ = false;
-      MaybeReadLocked();
+      EndHandlingLocked();
       return;
     }
   }
@@ -184,8 +187,7 @@ void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {
     if (deps.metrics != nullptr) deps.metrics->RecordRejected(ReasonOf(verdict.status));
     absl::MutexLock lock(&mu_);
     AnswerHereLocked(frame.seq(), verdict.status, verdict.detail, arrival);
-    read_busy_ = false;
-    MaybeReadLocked();
+    EndHandlingLocked();
     return;
   }
   {
@@ -202,8 +204,14 @@ void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {
   // Not under mu_: a superseded older frame of this stream is answered inline.
   deps.scheduler->Submit(slot, this, queued);
   absl::MutexLock lock(&mu_);
+  EndHandlingLocked();
+}
+
+void CycleStream::EndHandlingLocked() {
   read_busy_ = false;
+  handling_ = false;
   MaybeReadLocked();
+  MaybeFinishLocked();
 }
 
 void CycleStream::Deliver(const FrameAnswer& answer) {
@@ -288,7 +296,7 @@ void CycleStream::RequestFinishLocked(grpc::Status status, bool drop) {
 }
 
 void CycleStream::MaybeFinishLocked() {
-  if (!finish_wanted_ || finish_called_ || writing_) return;
+  if (!finish_wanted_ || finish_called_ || writing_ || handling_) return;
   // A normal end writes every owed answer first; the scheduler's are owed until delivered.
   if (!drop_answers_ && (count_ > 0 || outstanding_ > 0)) return;
   finish_called_ = true;
@@ -306,6 +314,7 @@ void CycleStream::MaybeReadLocked() {
 }
 
 brain::v1::CycleResponse* CycleStream::NextEntryLocked() {
+  if (finish_called_) return nullptr;  // the call is over: a write now would touch a finished call
   if (count_ >= kRing) {
     LogError("stream ", id_, ": answer ring full, answer dropped");
     return nullptr;

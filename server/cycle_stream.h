@@ -75,10 +75,13 @@ class CycleStream final
   void RequestFinishLocked(grpc::Status status, bool drop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A read's handler is done: arm the next read or, if the stream is ending, finish it.
+  void EndHandlingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void QueueWelcomeLocked(const SessionGrant& grant, uint64_t cycle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void QueueAnswerLocked(const FrameAnswer& answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The next free ring entry, or nullptr when the ring is full (reads are gated so it is not).
+  // The next free ring entry; nullptr once Finish was called (nothing may be written after it)
+  // or when the ring is full (reads are gated so it is not).
   brain::v1::CycleResponse* NextEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PushEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AnswerHereLocked(uint64_t seq, brain::v1::FrameStatus status, std::string_view detail,
@@ -95,6 +98,9 @@ class CycleStream final
   int holds_ ABSL_GUARDED_BY(mu_) = 1;        // gRPC's, until OnDone
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // scheduler callbacks still owed
   bool read_busy_ ABSL_GUARDED_BY(mu_) = false;
+  // A handler of the last read (Hello or frame) runs outside mu_ and may still queue an answer:
+  // the stream must not Finish until it is done, or that answer would be written after Finish.
+  bool handling_ ABSL_GUARDED_BY(mu_) = false;
   bool read_closed_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_wanted_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,8 +1,10 @@
 // The service in-process over a loopback port, driven with the raw generated stub: stream errors,
 // in-stream frame errors, sessions, resume, limits, shutdown.
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -377,6 +379,57 @@ TEST_F(BrainServiceTest, ShutdownAnswersPendingFramesShuttingDown) {
   ExpectSafeStop(r->motors(), brain::v1::SHUTTING_DOWN, 7);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
   EXPECT_EQ(server_->scheduler().cycles_total(), 0u);
+}
+
+
+// Shutdown while every robot's frames are still flowing in: each stream gets answers only to
+// frames it sent, each at most once, OK or SHUTTING_DOWN, and then ends UNAVAILABLE. (Frames
+// caught in validation when shutdown begins once made the stream write after Finish.)
+TEST_F(BrainServiceTest, ShutdownWhileFramesFlowEndsEveryStreamCleanly) {
+  constexpr int kRounds = 5;
+  constexpr int kRobots = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    if (round > 0) {
+      server_.reset();
+      StartServer(TestConfig());
+    }
+    std::vector<std::unique_ptr<RawStream>> streams;
+    for (int r = 0; r < kRobots; ++r) {
+      streams.push_back(std::make_unique<RawStream>(stub_.get()));
+      ASSERT_TRUE(streams.back()->Open(MakeHello("flow-" + std::to_string(r))).has_value());
+    }
+    std::vector<std::atomic<uint64_t>> sent(kRobots);
+    std::vector<std::vector<brain::v1::MotorFrame>> answers(kRobots);
+    std::vector<grpc::Status> ends(kRobots);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRobots; ++r) {
+      threads.emplace_back([&, r] {  // writer: frames as fast as the stream takes them
+        for (uint64_t seq = 1; streams[r]->Write(FrameRequest(seq, kGood)); ++seq) sent[r] = seq;
+      });
+      threads.emplace_back([&, r] {  // reader: every answer until the server ends the stream
+        while (std::optional<CycleResponse> a = streams[r]->Read()) {
+          if (a->has_motors()) answers[r].push_back(a->motors());
+        }
+      });
+    }
+    absl::SleepFor(absl::Milliseconds(50 + 20 * round));
+    server_->Shutdown();
+    for (std::thread& t : threads) t.join();
+    for (int r = 0; r < kRobots; ++r) {
+      ends[r] = streams[r]->Finish();
+      EXPECT_EQ(ends[r].error_code(), grpc::StatusCode::UNAVAILABLE) << "round " << round << " robot " << r;
+      std::set<uint64_t> seen;
+      for (const brain::v1::MotorFrame& m : answers[r]) {
+        EXPECT_TRUE(seen.insert(m.seq()).second) << "seq " << m.seq() << " answered twice";
+        EXPECT_GE(m.seq(), 1u);
+        EXPECT_LE(m.seq(), sent[r].load() + 1) << "an answer to a frame never sent";
+        EXPECT_TRUE(m.status() == brain::v1::OK || m.status() == brain::v1::SHUTTING_DOWN ||
+                    m.status() == brain::v1::SUPERSEDED)
+            << brain::v1::FrameStatus_Name(m.status());
+      }
+      EXPECT_FALSE(answers[r].empty()) << "round " << round << " robot " << r << " got no answer";
+    }
+  }
 }
 
 }  // namespace
