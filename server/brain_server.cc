@@ -9,6 +9,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/cycle_stream.h"
 
 namespace fieldbrain::server {
 
@@ -80,14 +81,21 @@ BrainServer::BrainServer(const ServerConfig& config) : config_(config) {}
 
 BrainServer::~BrainServer() { Shutdown(); }
 
+int BrainServer::open_streams() const { return service_->registry().size(); }
+
 int BrainServer::metrics_port() const { return exposer_ != nullptr ? exposer_->port() : 0; }
 
 void BrainServer::ReapIdle() {
-  // Expiry is checked often enough that a brain is kept at most ~1/4 longer than idle_keep.
+  // Checked often enough that a brain is kept at most ~1/4 longer than idle_keep, and a stream
+  // without a Hello lives at most ~1/4 longer than hello_timeout.
+  const absl::Duration hello_timeout = absl::Seconds(config_.hello_timeout_s);
   const absl::Duration period =
-      std::clamp(absl::Seconds(config_.idle_keep_s) / 4, absl::Milliseconds(100), absl::Seconds(5));
+      std::clamp(std::min(absl::Seconds(config_.idle_keep_s), hello_timeout) / 4, absl::Milliseconds(100),
+                 absl::Seconds(5));
   while (!stop_reaper_.WaitForNotificationWithTimeout(period)) {
-    sessions_->ExpireIdle(absl::Now());
+    const absl::Time now = absl::Now();
+    sessions_->ExpireIdle(now);
+    service_->registry().ForEachLive([&](CycleStream& s) { s.ExpireWithoutHello(now, hello_timeout); });
   }
 }
 

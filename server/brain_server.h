@@ -32,7 +32,7 @@ class BrainServer {
 
   // The graceful stop of DESIGN.md section 6: health NOT_SERVING, new streams refused with
   // UNAVAILABLE, the batch in flight finished, pending frames answered SHUTTING_DOWN, streams
-  // ended, grpc Shutdown(now + shutdown_deadline), engine thread stopped. Idempotent.
+  // ended (within shutdown_deadline), gRPC stopped, engine thread stopped. Idempotent.
   void Shutdown();
 
   int port() const { return port_; }                 // the bound gRPC port
@@ -42,6 +42,7 @@ class BrainServer {
   telemetry::Metrics& metrics() { return *metrics_; }
   SessionTable& sessions() { return *sessions_; }
   BatchScheduler& scheduler() { return *scheduler_; }
+  int open_streams() const;                          // Cycle streams not yet ended
 
  private:
   explicit BrainServer(const ServerConfig& config);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/brain_service.h"
 #include "server/frame_validator.h"
@@ -15,6 +16,11 @@ namespace fieldbrain::server {
 namespace {
 
 constexpr char kShuttingDown[] = "server is shutting down";
+
+// Open Cycle streams allowed at once: every robot slot, room for each robot to reconnect while
+// its old stream is still ending, and a margin. More are refused, so a flood of connections that
+// never finish their Hello cannot exhaust the daemon's memory.
+int MaxOpenStreams(uint32_t max_robots) { return 2 * static_cast<int>(max_robots) + 16; }
 
 telemetry::RejectReason ReasonOf(brain::v1::FrameStatus status) {
   switch (status) {
@@ -30,9 +36,18 @@ telemetry::RejectReason ReasonOf(brain::v1::FrameStatus status) {
 
 CycleStream::CycleStream(BrainService* service, StreamId id) : service_(service), id_(id) {
   service_->registry().Add(this);
+  const int open = service_->registry().size();
+  const int max_open = MaxOpenStreams(service_->deps().limits.max_robots());
   absl::MutexLock lock(&mu_);
   if (service_->shutting_down()) {
     RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown), true);
+    MaybeFinishLocked();
+    return;
+  }
+  if (open > max_open) {
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                     absl::StrCat("too many open streams (", max_open, ")")),
+                        true);
     MaybeFinishLocked();
     return;
   }
@@ -264,6 +279,15 @@ void CycleStream::BeginShutdown() {
   shutting_down_ = true;
   // Answers still owed (pending frames come back SHUTTING_DOWN) are written before the end.
   RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown), false);
+  MaybeFinishLocked();
+}
+
+void CycleStream::ExpireWithoutHello(absl::Time now, absl::Duration limit) {
+  absl::MutexLock lock(&mu_);
+  if (phase_ != Phase::kHello || handling_ || finish_wanted_ || now - opened_ < limit) return;
+  RequestFinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   absl::StrCat("no Hello within ", absl::FormatDuration(limit))),
+                      true);
   MaybeFinishLocked();
 }
 

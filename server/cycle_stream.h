@@ -29,6 +29,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "brain/v1/brain.grpc.pb.h"
 #include "server/frame_sink.h"
 #include "server/session_table.h"
@@ -53,6 +55,10 @@ class CycleStream final
 
   // Server shutdown: stop reading, write what is owed, end with UNAVAILABLE.
   void BeginShutdown();
+
+  // Ends the stream with DEADLINE_EXCEEDED if it has been open longer than `limit` at `now`
+  // without a Hello: a connection that never says who it is must not hold server resources.
+  void ExpireWithoutHello(absl::Time now, absl::Duration limit);
 
   // Holds that keep this object alive (see the file comment). TryHold fails once the count
   // reached zero; Release deletes the object when it drops the last hold.
@@ -89,6 +95,7 @@ class CycleStream final
 
   BrainService* const service_;
   const StreamId id_;
+  const absl::Time opened_ = absl::Now();
   // Only the read path touches request_: one read is outstanding at a time, and the next one is
   // armed only after the previous message was handled (read_busy_).
   brain::v1::CycleRequest request_;

@@ -71,6 +71,9 @@ absl::Status ValidateConfig(const ServerConfig& c) {
     return s;
   }
   if (absl::Status s = CheckRange("idle_keep_s", c.idle_keep_s, 0, kMaxIdleKeepS); !s.ok()) return s;
+  if (absl::Status s = CheckRange("hello_timeout_s", c.hello_timeout_s, 1, kMaxHelloTimeoutS); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = CheckRange("shutdown_deadline_s", c.shutdown_deadline_s, 0,
                                   kMaxShutdownDeadlineS);
       !s.ok()) {

@@ -20,6 +20,7 @@ struct ServerConfig {
   int batch_window_us = 200;
   int max_message_bytes = 16 * 1024;
   int idle_keep_s = 60;
+  int hello_timeout_s = 10;         // a stream must say Hello within this, or it is ended
   int shutdown_deadline_s = 5;
   std::string metrics_listen;       // empty = no metrics endpoint
   int threads = 0;                  // CPU engine threads; 0 = all cores
@@ -31,6 +32,7 @@ inline constexpr int kMaxBatchWindowUs = 1'000'000;
 inline constexpr int kMinMessageBytes = 1024;
 inline constexpr int kMaxMessageBytesLimit = 4 * 1024 * 1024;
 inline constexpr int kMaxIdleKeepS = 7 * 24 * 3600;
+inline constexpr int kMaxHelloTimeoutS = 3600;
 inline constexpr int kMaxShutdownDeadlineS = 600;
 inline constexpr int kMaxThreads = 1024;
 

@@ -22,6 +22,9 @@ ABSL_FLAG(int, max_message_bytes, 16 * 1024,
 ABSL_FLAG(int, idle_keep_s, 60,
           "seconds a disconnected robot's brain is kept for a resume with its token (0 = release "
           "at once)");
+ABSL_FLAG(int, hello_timeout_s, 10,
+          "seconds a new stream may take to send its Hello before it is ended with "
+          "DEADLINE_EXCEEDED (1-3600)");
 ABSL_FLAG(int, shutdown_deadline_s, 5,
           "seconds SIGTERM/SIGINT waits for streams to finish before cancelling them (0-600)");
 ABSL_FLAG(std::string, metrics_listen, "",
@@ -40,6 +43,7 @@ ServerConfig ConfigFromFlags() {
   c.batch_window_us = absl::GetFlag(FLAGS_batch_window_us);
   c.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   c.idle_keep_s = absl::GetFlag(FLAGS_idle_keep_s);
+  c.hello_timeout_s = absl::GetFlag(FLAGS_hello_timeout_s);
   c.shutdown_deadline_s = absl::GetFlag(FLAGS_shutdown_deadline_s);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.threads = absl::GetFlag(FLAGS_threads);

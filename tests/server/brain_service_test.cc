@@ -432,5 +432,42 @@ TEST_F(BrainServiceTest, ShutdownWhileFramesFlowEndsEveryStreamCleanly) {
   }
 }
 
+
+// A stream that never says Hello is ended (it would hold server resources for ever), while a
+// robot that said Hello in time keeps its stream however long it pauses.
+TEST_F(BrainServiceTest, StreamsWithoutAHelloAreEndedAfterTheTimeout) {
+  server_.reset();
+  ServerConfig c = TestConfig();
+  c.hello_timeout_s = 1;
+  StartServer(c);
+  RawStream talker(stub_.get());
+  ASSERT_TRUE(talker.Open(MakeHello("talker")).has_value());
+  RawStream silent(stub_.get(), absl::Seconds(30));
+  const absl::Time start = absl::Now();
+  const grpc::Status status = silent.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("no Hello"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20)) << "ended by the server, not by the test's deadline";
+  const std::optional<MotorFrame> m = talker.Step(FrameRequest(1, kGood));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->status(), brain::v1::OK);
+}
+
+
+// Open streams are bounded (2 x max_robots + 16): one more is refused, the others keep working.
+TEST_F(BrainServiceTest, OpenStreamsAreBounded) {
+  const int max_open = 2 * TestConfig().max_robots + 16;
+  std::vector<std::unique_ptr<RawStream>> open;
+  for (int i = 0; i < max_open; ++i) open.push_back(std::make_unique<RawStream>(stub_.get()));
+  ASSERT_TRUE(open[0]->Open(MakeHello("first")).has_value());  // the streams exist on the server now
+  ASSERT_TRUE(Eventually([&] { return server_->open_streams() == max_open; }));
+  RawStream extra(stub_.get(), absl::Seconds(10));
+  const grpc::Status status = extra.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  const std::optional<MotorFrame> m = open[0]->Step(FrameRequest(1, kGood));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->status(), brain::v1::OK);
+}
+
 }  // namespace
 }  // namespace fieldbrain::server

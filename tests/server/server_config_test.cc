@@ -82,6 +82,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"message_tiny", [](ServerConfig& c) { c.max_message_bytes = 10; },
                 "--max_message_bytes"},
         BadCase{"idle_negative", [](ServerConfig& c) { c.idle_keep_s = -1; }, "--idle_keep_s"},
+        BadCase{"hello_timeout_zero", [](ServerConfig& c) { c.hello_timeout_s = 0; }, "--hello_timeout_s"},
         BadCase{"shutdown_negative", [](ServerConfig& c) { c.shutdown_deadline_s = -1; },
                 "--shutdown_deadline_s"},
         BadCase{"metrics_listen", [](ServerConfig& c) { c.metrics_listen = "9464"; },
