@@ -58,6 +58,14 @@ absl::Status ValidateOptions(const ClientOptions& o) {
   return absl::OkStatus();
 }
 
+// HTTP/2 keepalive: ping the server after 10 s without traffic and give the link up when the ack
+// is 5 s late. A server (or Wi-Fi) that vanishes without closing TCP is then noticed within about
+// 15 s and the reconnect loop starts, instead of the stream looking alive for as long as TCP
+// takes (hours when nothing is written). Our server accepts pings this often
+// (server/brain_server.h).
+constexpr int kKeepaliveTimeMs = 10'000;
+constexpr int kKeepaliveTimeoutMs = 5'000;
+
 int ToMillisInt(absl::Duration d) {
   return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(d),
                                             std::numeric_limits<int>::max()));
@@ -269,6 +277,9 @@ StepResult BrainClient::Impl::Step(std::span<const float> sensors, std::optional
   if (deadline <= absl::ZeroDuration()) {
     return finish(SafeStop(r, StopCause::kBadInput, "deadline must be positive"));
   }
+  // What the wire can carry (deadline_us is a uint32). It also keeps `start + deadline` below
+  // the steady clock's range: InfiniteDuration() would overflow it (undefined behaviour).
+  deadline = std::min(deadline, kMaxStepDeadline);
 
   CycleRequest request;
   auto* frame = request.mutable_sensors();
@@ -368,6 +379,12 @@ absl::StatusOr<std::unique_ptr<BrainClient>> BrainClient::Create(ClientOptions o
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ToMillisInt(options.max_backoff));
   // One connection per robot, even when a process runs many clients (the load tool does).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Notice a silent server (see kKeepaliveTimeMs), also between streams and while no Step runs:
+  // by default gRPC sends at most 2 pings until it sends data again.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // 0: no limit
   auto credentials =
       options.credentials != nullptr ? options.credentials : grpc::InsecureChannelCredentials();
   auto channel = grpc::CreateCustomChannel(options.target, credentials, args);

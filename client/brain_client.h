@@ -6,6 +6,8 @@
 // +-20 % jitter). Reconnects present the resume_token and seed of the last Welcome (and never
 // `fresh`), so the server gives the same brain back; if the server refuses the token
 // (INVALID_ARGUMENT or NOT_FOUND before a Welcome) the next Hello asks for a new brain instead.
+// HTTP/2 keepalive (a ping after 10 s without traffic, the link given up when its ack is 5 s late)
+// notices a server or network that went silent without closing the connection.
 //
 // Step() sends one SensorFrame and blocks until the MotorFrame with the same seq arrives or the
 // deadline passes. It never blocks longer than the deadline (plus scheduling noise) and never
@@ -31,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -55,6 +58,12 @@ struct ClientOptions {
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(2);
 };
+
+// The longest deadline a Step honours: the wire carries it as SensorFrame.deadline_us, a uint32
+// of microseconds (about 71.6 minutes). Longer deadlines, absl::InfiniteDuration() included, are
+// clamped to this.
+inline constexpr absl::Duration kMaxStepDeadline =
+    absl::Microseconds(std::numeric_limits<uint32_t>::max());
 
 // Why a Step returned a safe stop (kNone when it did not).
 enum class StopCause { kNone, kDeadline, kLinkDown, kServer, kBadInput, kClosed };
@@ -92,7 +101,8 @@ class BrainClient {
   absl::Status WaitConnected(absl::Duration timeout);
 
   // One control tick; see the file comment. `sensors` must hold sensor_count values; `reward`,
-  // when present, judges the previous tick's action. `deadline` is sent as deadline_us too.
+  // when present, judges the previous tick's action. `deadline` must be positive; it is clamped
+  // to kMaxStepDeadline (so InfiniteDuration() waits about 71.6 minutes) and sent as deadline_us.
   StepResult Step(std::span<const float> sensors, std::optional<float> reward,
                   absl::Duration deadline);
 

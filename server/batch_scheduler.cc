@@ -265,8 +265,12 @@ int BatchScheduler::GatherBatch() {
     if (options_.batch_window.count() > 0 && pending_count_ < max_batch) {
       mu_.AwaitWithDeadline(absl::Condition(this, &BatchScheduler::BatchDueLocked), window_end_);
     }
-    // Commands first (a release must drop its slot's frame); the window keeps its end.
-    if (!commands_.empty()) return 0;
+    // While the window is open, commands go first (a Hello waits at most one window for its
+    // brain) and the window keeps its end. Once it has expired the batch runs and the commands
+    // wait one batch: otherwise a steady stream of Hellos and disconnects would keep every robot's
+    // frames from running. Running first is safe: a release queued behind this batch has not freed
+    // its slot yet, so the slot's pending frame is still its old owner's and runs on that brain.
+    if (!commands_.empty() && absl::Now() < window_end_) return 0;
     if (drain_requested_ || stop_requested_) return 0;  // the loop answers them SHUTTING_DOWN
     window_open_ = false;
     const Clock::time_point now = Clock::now();

@@ -7,7 +7,9 @@
 // takes the newest pending frame of every robot that has one, waits up to batch_window for more
 // (or until max_batch are pending), answers frames whose relative deadline passed with
 // DEADLINE_EXCEEDED (not run), copies the rest straight into the engine's input rows, runs
-// RunBatch(n) and delivers each output row to its stream.
+// RunBatch(n) and delivers each output row to its stream. Commands that arrive while the window
+// is open end it early and run before the batch; once it has expired the batch runs first, so a
+// steady stream of commands cannot starve the frames.
 //
 // Steady state allocates nothing on the engine thread: the pending table and batch scratch are
 // sized at start. (The streams' Deliver hands each answer to gRPC, which serializes it.)

@@ -55,6 +55,13 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   builder.RegisterService(server->service_.get());
   // Larger requests end their stream with RESOURCE_EXHAUSTED inside gRPC.
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
+  // Silent robots free their id (see kKeepaliveTimeMs), robots' own pings are welcome.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             kMinClientPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);  // 0: never GOAWAY for pings
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     server->scheduler_->Stop();

@@ -20,6 +20,17 @@
 
 namespace fieldbrain::server {
 
+// HTTP/2 keepalive. A robot whose Wi-Fi drops without closing TCP would otherwise keep its stream,
+// and so its robot id, live for as long as TCP takes to notice (hours when nothing is written),
+// and every reconnect would be refused ALREADY_EXISTS. The server pings a connection after
+// kKeepaliveTimeMs and closes it when the ack is kKeepaliveTimeoutMs late, so a robot that
+// vanishes frees its id within about 15 s. Robots ping too (BrainClient every 10 s, to notice a
+// dead server): pings as often as every kMinClientPingIntervalMs are accepted, with or without
+// streams or data, and never counted as abuse.
+inline constexpr int kKeepaliveTimeMs = 10'000;
+inline constexpr int kKeepaliveTimeoutMs = 5'000;
+inline constexpr int kMinClientPingIntervalMs = 5'000;
+
 class BrainServer {
  public:
   // Validates `config`, makes the engine and starts serving. An error names what failed

@@ -101,16 +101,20 @@ HardwareCommand ToHardware(std::span<const float> motors, const RawReading& read
   cmd.pan_deg = MotorValue(motors, 2) * kPanCmdMaxDeg;
   cmd.tilt_deg = MotorValue(motors, 3) * kTiltCmdMaxDeg;
 
-  // NaN comparisons are false, so an unreadable battery or ultrasonic triggers no reflex: the
-  // brain sees those as flagged safe values instead.
+  // Fail safe: a reading the robot cannot trust counts as the dangerous case. An unreadable
+  // battery (non-finite) may be a flat one; an unreadable distance (non-finite, or negative:
+  // SunFounder's driver returns -1/-2 on a lost echo or timeout) may be a wall. Written so that
+  // NaN lands on the safe side (every comparison with NaN is false).
+  const bool battery_ok = std::isfinite(reading.battery_v) && reading.battery_v >= kLowBatteryV;
+  const bool path_clear =
+      std::isfinite(reading.ultrasonic_m) && reading.ultrasonic_m >= kObstacleStopM;
   if (safe_stop) {
     cmd.drive_duty_pct = 0;
     cmd.reflex = Reflex::kSafeStop;
-  } else if (reading.battery_v < kLowBatteryV) {
+  } else if (!battery_ok) {
     cmd.drive_duty_pct = 0;
     cmd.reflex = Reflex::kLowBattery;
-  } else if (reading.ultrasonic_m >= 0.0f && reading.ultrasonic_m < kObstacleStopM &&
-             cmd.drive_duty_pct > 0) {
+  } else if (!path_clear && cmd.drive_duty_pct > 0) {
     cmd.drive_duty_pct = 0;
     cmd.reflex = Reflex::kObstacle;
   } else if (reading.cliff_detected && cmd.drive_duty_pct > 0) {

@@ -16,10 +16,14 @@
 // Reflexes, applied after the mapping, in this order:
 //   safe stop (no usable motor frame)        drive 0 (BrainClient's safe stop zeroes the rest)
 //   battery below kLowBatteryV (6.4 V)       drive 0: 3.2 V per cell protects the 2S pack
+//     or unreadable (non-finite)             (reflex kLowBattery)
 //   ultrasonic below kObstacleStopM (2 cm)   no forward drive; reversing away stays allowed
+//     or unreadable (non-finite, negative)   (reflex kObstacle)
 //   cliff detected                           no forward drive; reversing away stays allowed
 // Blocking only forward drive for obstacle and cliff lets the brain back out of the situation
-// that triggered the reflex instead of freezing there.
+// that triggered the reflex instead of freezing there. The reflexes fail safe: a battery or
+// distance reading the robot cannot trust (SunFounder's ultrasonic returns -1/-2 on a lost echo
+// or timeout) is treated like the dangerous reading it might hide.
 #pragma once
 
 #include <array>

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/black_hole_proxy.h"
 #include "tests/client/fake_brain_server.h"
 
 namespace fieldbrain::client {
@@ -138,6 +139,27 @@ TEST(BrainClientTest, DeadlinePassingGivesSafeStopAndTheLateFrameIsDropped) {
   EXPECT_THAT(next.motors, ElementsAre(FloatEq(0.4f), FloatEq(0.4f)));
 }
 
+// "Wait as long as it takes" must wait, not overflow the end time and give up at once. The
+// server answers after a short delay, so a Step that does not wait sees no answer.
+TEST(BrainClientTest, InfiniteOrHugeDeadlineWaitsForTheAnswer) {
+  auto server = FakeBrainServer::Start();
+  ASSERT_NE(server, nullptr);
+  auto client = Connect(*server);
+  ASSERT_NE(client, nullptr);
+  server->set_delay(absl::Milliseconds(50));
+  const std::vector<float> sensors = {0.2f, -0.4f, 0.6f};
+  for (absl::Duration deadline :
+       {absl::InfiniteDuration(), absl::Hours(24 * 365 * 1000), kMaxStepDeadline}) {
+    StepResult r = client->Step(sensors, std::nullopt, deadline);
+    EXPECT_FALSE(r.safe_stop) << absl::FormatDuration(deadline) << ": " << r.reason;
+    EXPECT_EQ(r.cause, StopCause::kNone) << absl::FormatDuration(deadline);
+    EXPECT_THAT(r.motors, ElementsAre(FloatEq(0.1f), FloatEq(-0.2f)))
+        << absl::FormatDuration(deadline);
+    EXPECT_GE(r.round_trip, absl::Milliseconds(50)) << absl::FormatDuration(deadline);
+  }
+  EXPECT_NEAR(absl::ToDoubleMinutes(kMaxStepDeadline), 71.58, 0.01);
+}
+
 TEST(BrainClientTest, FrameRejectedByServerIsASafeStopWithTheServersReason) {
   auto server = FakeBrainServer::Start();
   ASSERT_NE(server, nullptr);
@@ -197,6 +219,35 @@ TEST(BrainClientTest, DroppedStreamIsLinkDownThenReconnectsWithResumeToken) {
   EXPECT_THAT(back.motors, ElementsAre(FloatEq(0.1f), FloatEq(-0.2f)));
   EXPECT_EQ(back.seq, 3u);
   EXPECT_EQ(back.cycle, 1u);  // the fake counts cycles per stream
+}
+
+// A server that goes silent without closing TCP (through a proxy that turns into a black hole)
+// is noticed by the client's keepalive: the link goes down within about 15 s (10-15 s here) and
+// Steps say so, instead of the stream looking alive until TCP gives up.
+TEST(BrainClientTest, SilentServerIsNoticedByKeepalive) {
+  auto server = FakeBrainServer::Start();
+  ASSERT_NE(server, nullptr);
+  auto proxy = testing::BlackHoleProxy::Start(server->port());
+  ASSERT_NE(proxy, nullptr);
+  auto client = BrainClient::Create(Options(proxy->target()));
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->WaitConnected(kGenerous).ok());
+  const std::vector<float> sensors = {0.2f, -0.4f, 0.6f};
+  ASSERT_FALSE((*client)->Step(sensors, std::nullopt, kGenerous).safe_stop);
+
+  proxy->BlackHole();
+  const absl::Time silent = absl::Now();
+  while ((*client)->connected() && absl::Now() - silent < absl::Seconds(30)) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  const absl::Duration noticed = absl::Now() - silent;
+  ASSERT_FALSE((*client)->connected())
+      << "still connected " << absl::FormatDuration(noticed) << " after the server went silent";
+  EXPECT_LE(noticed, absl::Seconds(20));
+  const StepResult r = (*client)->Step(sensors, std::nullopt, kGenerous);
+  EXPECT_TRUE(r.safe_stop);
+  EXPECT_EQ(r.cause, StopCause::kLinkDown) << r.reason;
+  EXPECT_LT(r.round_trip, absl::Seconds(1)) << "a known-dead link must not wait for the deadline";
 }
 
 TEST(BrainClientTest, RefusedResumeTokenFallsBackToANewBrain) {

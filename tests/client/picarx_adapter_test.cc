@@ -129,6 +129,36 @@ TEST(PicarxAdapterTest, ObstacleUnderTwoCentimetresBlocksForwardOnly) {
   EXPECT_FLOAT_EQ(ToHardware(std::vector<float>{0.6f, 0, 0, 0}, r, false).drive_duty_pct, 30.0f);
 }
 
+// The sensor cannot be trusted, so the robot assumes the worst: an unreadable distance (NaN, or
+// SunFounder's -1/-2 error codes) is an obstacle and blocks forward drive; reversing stays allowed.
+TEST(PicarxAdapterTest, InvalidUltrasonicBlocksForwardOnly) {
+  for (float bad : {kNaN, -1.0f, -2.0f, std::numeric_limits<float>::infinity()}) {
+    RawReading r = Nominal();
+    r.ultrasonic_m = bad;
+    const HardwareCommand fwd = ToHardware(std::vector<float>{0.6f, 0, 0, 0}, r, false);
+    EXPECT_FLOAT_EQ(fwd.drive_duty_pct, 0.0f) << "ultrasonic " << bad;
+    EXPECT_EQ(fwd.reflex, Reflex::kObstacle) << "ultrasonic " << bad;
+    const HardwareCommand rev = ToHardware(std::vector<float>{-0.6f, 0, 0, 0}, r, false);
+    EXPECT_FLOAT_EQ(rev.drive_duty_pct, -30.0f) << "ultrasonic " << bad;
+    EXPECT_EQ(rev.reflex, Reflex::kNone) << "ultrasonic " << bad;
+  }
+}
+
+// An unreadable battery may be a flat one: the drive stops both ways, as under 6.4 V.
+TEST(PicarxAdapterTest, InvalidBatteryStopsDriveBothWays) {
+  for (float bad : {kNaN, std::numeric_limits<float>::infinity()}) {
+    RawReading r = Nominal();
+    r.battery_v = bad;
+    const HardwareCommand fwd = ToHardware(std::vector<float>{0.8f, 0, 0, 0}, r, false);
+    EXPECT_FLOAT_EQ(fwd.drive_duty_pct, 0.0f) << "battery " << bad;
+    EXPECT_EQ(fwd.reflex, Reflex::kLowBattery) << "battery " << bad;
+    const HardwareCommand back = ToHardware(std::vector<float>{-0.8f, 0.4f, 0, 0}, r, false);
+    EXPECT_FLOAT_EQ(back.drive_duty_pct, 0.0f) << "battery " << bad;
+    EXPECT_FLOAT_EQ(back.steering_deg, 10.0f) << "battery " << bad;
+    EXPECT_EQ(back.reflex, Reflex::kLowBattery) << "battery " << bad;
+  }
+}
+
 TEST(PicarxAdapterTest, CliffBlocksForwardOnly) {
   RawReading r = Nominal();
   r.cliff_detected = true;

@@ -2,6 +2,7 @@
 #include "server/batch_scheduler.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <set>
 #include <thread>
@@ -178,6 +179,59 @@ TEST(BatchSchedulerTest, BatchesHoldEachRobotAtMostOnce) {
     EXPECT_LE(b.size(), 3u);
     EXPECT_EQ(std::set<int32_t>(b.begin(), b.end()).size(), b.size()) << "a slot twice in a batch";
   }
+}
+
+// A steady stream of Hellos and disconnects (create/release commands) must not keep other
+// robots' frames from running: commands end a batch window early only while it is open. The churn
+// is the worst case, made deterministic: each create's callback (it runs on the engine thread)
+// queues the release of the slot it got and the next create, so a command is always waiting when
+// the engine thread gathers a batch.
+TEST(BatchSchedulerTest, SteadyCommandsDoNotStarveFrames) {
+  auto s = StartScheduler(Options(4, 4, std::chrono::microseconds(500)));
+  ASSERT_NE(s, nullptr);
+  const int driver = CreateBrain(*s, 1);
+
+  std::atomic<bool> churning{true};
+  std::atomic<int64_t> churned{0};
+  absl::Notification churn_ended;
+  BrainSpec spec;
+  spec.seed = 2;
+  spec.sensor_count = kSensors;
+  spec.motor_count = kMotors;
+  std::function<void(absl::StatusOr<int>)> on_created = [&](absl::StatusOr<int> slot) {
+    if (slot.ok()) s->ReleaseBrain(*slot);
+    churned.fetch_add(1, std::memory_order_relaxed);
+    if (churning.load()) {
+      s->CreateBrain(spec, [&](absl::StatusOr<int> r) { on_created(std::move(r)); });
+    } else {
+      churn_ended.Notify();
+    }
+  };
+  s->CreateBrain(spec, [&](absl::StatusOr<int> r) { on_created(std::move(r)); });
+  while (churned.load() < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int64_t churned_before = churned.load();
+
+  constexpr int kFrames = 20;
+  RecordingSink sink;
+  for (uint64_t seq = 1; seq <= kFrames; ++seq) {
+    s->Submit(driver, &sink, Frame(seq, kValues, 5'000'000));  // 5 s: generous
+    if (!sink.WaitFor(seq, absl::Seconds(10))) break;           // starved: stop here
+  }
+  const int64_t churned_meanwhile = churned.load();
+  churning.store(false);
+  const bool ended = churn_ended.WaitForNotificationWithTimeout(absl::Seconds(30));
+  const std::vector<RecordedAnswer> a = sink.answers();
+  EXPECT_EQ(a.size(), static_cast<size_t>(kFrames)) << "frames starved while commands kept coming";
+  for (const RecordedAnswer& answer : a) {
+    EXPECT_EQ(answer.status, brain::v1::OK)
+        << "seq " << answer.seq << ": " << brain::v1::FrameStatus_Name(answer.status);
+  }
+  EXPECT_EQ(s->brain_cycle(driver), a.size());
+  // Every round runs the queued commands before it gathers, so each batch had churn before it.
+  EXPECT_GE(churned_meanwhile - churned_before, kFrames / 2) << "the churn went on meanwhile";
+  s->Stop();  // before on_created goes out of scope: a create still queued calls it
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(s->double_releases(), 0);
 }
 
 TEST(BatchSchedulerTest, ReleaseDropsPendingFrameAndDoubleReleaseIsHarmless) {
