@@ -46,6 +46,7 @@ BatchScheduler::BatchScheduler(SchedulerOptions options, telemetry::Metrics* met
   // Commands come one per Hello or stream end; room for a burst of every slot twice.
   commands_.reserve(static_cast<size_t>(2 * slots + 8));
   commands_work_.reserve(static_cast<size_t>(2 * slots + 8));
+  early_releases_.reserve(static_cast<size_t>(2 * slots + 8));
   batch_.resize(static_cast<size_t>(batch));
   not_run_.reserve(static_cast<size_t>(slots));
   batch_slots_.resize(static_cast<size_t>(batch));
@@ -210,26 +211,43 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
   stopped_ = true;
 }
 
+void BatchScheduler::ReleaseSlot(int slot) {
+  {
+    absl::MutexLock lock(&mu_);
+    Pending& p = pending_[slot];
+    if (p.occupied) {  // the old owner's frame must never run on a later owner's brain
+      p.occupied = false;
+      --pending_count_;
+      not_run_.push_back(InFlight{p.sink, p.seq, slot, p.arrival});
+    }
+  }
+  if (engine_->ReleaseBrain(slot)) {
+    releases_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    double_releases_.fetch_add(1, std::memory_order_relaxed);
+    LogError("brain slot ", slot, " released twice");
+  }
+  cycles_[slot].store(0, std::memory_order_relaxed);
+}
+
+bool BatchScheduler::RunQueuedReleases() {
+  std::vector<int>& slots = early_releases_;
+  slots.clear();
+  {
+    absl::MutexLock lock(&mu_);
+    auto is_release = [](const Command& c) { return c.release_slot >= 0; };
+    for (const Command& c : commands_)
+      if (is_release(c)) slots.push_back(c.release_slot);
+    commands_.erase(std::remove_if(commands_.begin(), commands_.end(), is_release), commands_.end());
+  }
+  for (int slot : slots) ReleaseSlot(slot);
+  return !slots.empty();
+}
+
 void BatchScheduler::RunCommands() {
   for (Command& c : commands_work_) {
     if (c.release_slot >= 0) {
-      const int slot = c.release_slot;
-      {
-        absl::MutexLock lock(&mu_);
-        Pending& p = pending_[slot];
-        if (p.occupied) {  // the old owner's frame must never run on a later owner's brain
-          p.occupied = false;
-          --pending_count_;
-          not_run_.push_back(InFlight{p.sink, p.seq, slot, p.arrival});
-        }
-      }
-      if (engine_->ReleaseBrain(slot)) {
-        releases_.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        double_releases_.fetch_add(1, std::memory_order_relaxed);
-        LogError("brain slot ", slot, " released twice");
-      }
-      cycles_[slot].store(0, std::memory_order_relaxed);
+      ReleaseSlot(c.release_slot);
       continue;
     }
     bool refuse = false;
@@ -240,6 +258,12 @@ void BatchScheduler::RunCommands() {
     absl::StatusOr<int> slot =
         refuse ? absl::StatusOr<int>(absl::UnavailableError(kShuttingDownDetail))
                : engine_->CreateBrain(c.spec);
+    // A full pool may be waiting on a release queued during this round (say, the session table
+    // handing back a brain whose robot reconnected while it was created): releasing early frees
+    // nothing anyone still uses, so run those and try once more.
+    if (!slot.ok() && absl::IsResourceExhausted(slot.status()) && RunQueuedReleases()) {
+      slot = engine_->CreateBrain(c.spec);
+    }
     if (slot.ok()) cycles_[*slot].store(0, std::memory_order_relaxed);
     std::move(c.done)(std::move(slot));
   }

@@ -126,6 +126,10 @@ class BatchScheduler {
   BatchScheduler(SchedulerOptions options, telemetry::Metrics* metrics);
   void Run(absl::Notification* started, absl::Status* start_status);
   void RunCommands();
+  void ReleaseSlot(int slot);
+  // Takes the releases queued since this round began out of the inbox and runs them now; false
+  // when there were none.
+  bool RunQueuedReleases();
   // Waits out the batch window, then moves due frames into the engine's input rows; returns n.
   int GatherBatch();
   void RunAndDeliver(int n);
@@ -159,6 +163,7 @@ class BatchScheduler {
   absl::Time window_end_;
   // Engine-thread scratch, sized at start.
   std::vector<Command> commands_work_;
+  std::vector<int> early_releases_;  // RunQueuedReleases' scratch, reserved once
   std::vector<InFlight> batch_;
   std::vector<InFlight> not_run_;
   std::vector<int32_t> batch_slots_;

@@ -234,6 +234,40 @@ TEST(BatchSchedulerTest, SteadyCommandsDoNotStarveFrames) {
   EXPECT_EQ(s->double_releases(), 0);
 }
 
+// A create that finds the pool full while a release of a slot is already queued in the same
+// round (the session table hands a brain back when its robot reconnected during the creation)
+// runs that release first instead of failing the new robot with RESOURCE_EXHAUSTED. Made
+// deterministic by queueing from callbacks, which run on the engine thread: the first create's
+// callback queues the next two creates; the second's queues the release of the first's slot.
+TEST(BatchSchedulerTest, CreateInAFullPoolRunsAReleaseQueuedThisRound) {
+  auto s = StartScheduler(Options(2, 2, std::chrono::microseconds(200)));
+  ASSERT_NE(s, nullptr);
+  BrainSpec spec;
+  spec.seed = 3;
+  spec.sensor_count = kSensors;
+  spec.motor_count = kMotors;
+  absl::Notification done;
+  std::atomic<int> first_slot{-1};
+  absl::StatusOr<int> third = absl::UnknownError("not run");
+  s->CreateBrain(spec, [&](absl::StatusOr<int> a) {
+    ASSERT_TRUE(a.ok());
+    first_slot = *a;
+    s->CreateBrain(spec, [&](absl::StatusOr<int> b) {  // takes the last free slot...
+      ASSERT_TRUE(b.ok());
+      s->ReleaseBrain(first_slot);  // ...and hands the first brain back, queued behind...
+    });
+    s->CreateBrain(spec, [&](absl::StatusOr<int> c) {  // ...this create of the same round
+      third = std::move(c);
+      done.Notify();
+    });
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(*third, first_slot.load()) << "the released slot is the only free one";
+  s->Stop();
+  EXPECT_EQ(s->double_releases(), 0);
+}
+
 TEST(BatchSchedulerTest, ReleaseDropsPendingFrameAndDoubleReleaseIsHarmless) {
   auto s = StartScheduler(Options(2, 2, std::chrono::milliseconds(1500)));
   ASSERT_NE(s, nullptr);
