@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "raw_stream.h"
+#include "test_server_config.h"
 #include "server/brain_server.h"
 
 namespace fieldbrain::server {
@@ -26,22 +27,11 @@ using brain::v1::Welcome;
 using testing::FrameRequest;
 using testing::MakeHello;
 using testing::RawStream;
+using testing::TestServerConfig;
 using ::testing::HasSubstr;
 
 const std::vector<float> kGood = {0.1f, -0.4f, 0.9f, 0.0f};
 
-ServerConfig TestConfig() {
-  ServerConfig c;
-  c.listen = "127.0.0.1:0";
-  c.engine = "cpu";
-  c.field = "small";
-  c.max_robots = 4;
-  c.threads = 1;
-  c.batch_window_us = 200;
-  c.idle_keep_s = 60;
-  c.shutdown_deadline_s = 5;
-  return c;
-}
 
 // Polls `done` until it holds or 20 s pass (for effects that arrive asynchronously).
 template <typename F>
@@ -64,7 +54,7 @@ void ExpectSafeStop(const MotorFrame& m, brain::v1::FrameStatus status, uint64_t
 
 class BrainServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override { StartServer(TestConfig()); }
+  void SetUp() override { StartServer(TestServerConfig()); }
 
   void StartServer(const ServerConfig& config) {
     absl::StatusOr<std::unique_ptr<BrainServer>> s = BrainServer::Start(config, "test");
@@ -363,7 +353,7 @@ TEST_F(BrainServiceTest, ShutdownEndsStreamsWithUnavailableAndRefusesNewOnes) {
 
 TEST_F(BrainServiceTest, ShutdownAnswersPendingFramesShuttingDown) {
   server_.reset();
-  ServerConfig slow = TestConfig();
+  ServerConfig slow = TestServerConfig();
   slow.batch_window_us = 1'000'000;  // a lone robot's frame waits here when shutdown begins
   StartServer(slow);
   RawStream s(stub_.get());
@@ -391,7 +381,7 @@ TEST_F(BrainServiceTest, ShutdownWhileFramesFlowEndsEveryStreamCleanly) {
   for (int round = 0; round < kRounds; ++round) {
     if (round > 0) {
       server_.reset();
-      StartServer(TestConfig());
+      StartServer(TestServerConfig());
     }
     std::vector<std::unique_ptr<RawStream>> streams;
     for (int r = 0; r < kRobots; ++r) {
@@ -437,7 +427,7 @@ TEST_F(BrainServiceTest, ShutdownWhileFramesFlowEndsEveryStreamCleanly) {
 // robot that said Hello in time keeps its stream however long it pauses.
 TEST_F(BrainServiceTest, StreamsWithoutAHelloAreEndedAfterTheTimeout) {
   server_.reset();
-  ServerConfig c = TestConfig();
+  ServerConfig c = TestServerConfig();
   c.hello_timeout_s = 1;
   StartServer(c);
   RawStream talker(stub_.get());
@@ -456,7 +446,7 @@ TEST_F(BrainServiceTest, StreamsWithoutAHelloAreEndedAfterTheTimeout) {
 
 // Open streams are bounded (2 x max_robots + 16): one more is refused, the others keep working.
 TEST_F(BrainServiceTest, OpenStreamsAreBounded) {
-  const int max_open = 2 * TestConfig().max_robots + 16;
+  const int max_open = 2 * TestServerConfig().max_robots + 16;
   std::vector<std::unique_ptr<RawStream>> open;
   for (int i = 0; i < max_open; ++i) open.push_back(std::make_unique<RawStream>(stub_.get()));
   ASSERT_TRUE(open[0]->Open(MakeHello("first")).has_value());  // the streams exist on the server now

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "raw_stream.h"
+#include "test_server_config.h"
 #include "server/brain_server.h"
 #include "tests/black_hole_proxy.h"
 
@@ -24,19 +25,8 @@ using fieldbrain::testing::BlackHoleProxy;
 using testing::FrameRequest;
 using testing::MakeHello;
 using testing::RawStream;
+using testing::TestServerConfig;
 
-ServerConfig TestConfig() {
-  ServerConfig c;
-  c.listen = "127.0.0.1:0";
-  c.engine = "cpu";
-  c.field = "small";
-  c.max_robots = 4;
-  c.threads = 1;
-  c.batch_window_us = 200;
-  c.idle_keep_s = 60;
-  c.shutdown_deadline_s = 5;
-  return c;
-}
 
 std::unique_ptr<brain::v1::Brain::Stub> StubTo(const std::string& target) {
   // A fresh channel each time (no shared subchannel), without keepalive: only the server pings.
@@ -47,7 +37,7 @@ std::unique_ptr<brain::v1::Brain::Stub> StubTo(const std::string& target) {
 }
 
 TEST(KeepaliveTest, ASilentRobotFreesItsIdWithinTheKeepalive) {
-  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(TestConfig(), "test");
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(TestServerConfig(), "test");
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string direct = "127.0.0.1:" + std::to_string((*server)->port());
   std::unique_ptr<BlackHoleProxy> proxy = BlackHoleProxy::Start((*server)->port());

@@ -1,0 +1,22 @@
+// The daemon configuration the in-process server tests start from: the CPU engine, the small
+// field, 4 robots, one engine thread, loopback on a free port.
+#pragma once
+
+#include "server/server_config.h"
+
+namespace fieldbrain::server::testing {
+
+inline ServerConfig TestServerConfig() {
+  ServerConfig c;
+  c.listen = "127.0.0.1:0";
+  c.engine = "cpu";
+  c.field = "small";
+  c.max_robots = 4;
+  c.threads = 1;
+  c.batch_window_us = 200;
+  c.idle_keep_s = 60;
+  c.shutdown_deadline_s = 5;
+  return c;
+}
+
+}  // namespace fieldbrain::server::testing
