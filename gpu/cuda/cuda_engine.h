@@ -14,9 +14,9 @@
 
 namespace fieldbrain::cuda {
 
-// OK when device 0 exists and can run this build's code (compute capability 9.0 or newer);
-// otherwise UNAVAILABLE with the reason (the CUDA error from cudaGetDeviceCount, no device, or
-// too old a device).
+// OK when device 0 exists and this binary carries code it can run (SASS for its architecture,
+// or PTX its driver compiles); otherwise UNAVAILABLE with the reason (the CUDA error from
+// cudaGetDeviceCount, no device, or a device the build has no code for, with the list it has).
 absl::Status ProbeCudaDevice();
 bool CudaDevicePresent();
 

@@ -22,6 +22,8 @@
 //   C. The tile's share of the summary, deterministic: one thread per (group, row) sums a row in
 //      z order, one thread per group sums the rows in y order, and writes kPartialFloats floats;
 //      the close-cycle kernel adds the partials of a robot in a fixed order.
+#include <mutex>
+
 #include "gpu/cuda/launch.h"
 #include "gpu/model/field_math.h"
 #include "gpu/model/readout.h"
@@ -312,7 +314,20 @@ __global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArg
 }  // namespace
 
 cudaError_t PrepareEvolve(const EvolveTile& tile) {
-  return cudaFuncSetAttribute(EvolveKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tile.smem_bytes);
+  // Setting a smaller size for a second engine would make the first one's launches fail.
+  static std::mutex mu;
+  static int granted_bytes = 0;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (tile.smem_bytes <= granted_bytes) return cudaSuccess;
+  const cudaError_t e =
+      cudaFuncSetAttribute(EvolveKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tile.smem_bytes);
+  if (e == cudaSuccess) granted_bytes = tile.smem_bytes;
+  return e;
+}
+
+cudaError_t CheckKernelImage() {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, EvolveKernel);
 }
 
 cudaError_t LaunchEvolve(const CycleArgs& args, int rows, cudaStream_t stream) {

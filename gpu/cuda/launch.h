@@ -42,8 +42,14 @@ struct CycleArgs {
 cudaError_t LaunchOpenCycle(const CycleArgs& args, int rows, cudaStream_t stream);
 // Steps 2-3 and the block partials of step 4's reduction (evolve_kernel.cu).
 cudaError_t LaunchEvolve(const CycleArgs& args, int rows, cudaStream_t stream);
-// Lets the evolve kernel use args.tile.smem_bytes of dynamic shared memory (once, at start).
+// Lets the evolve kernel use tile.smem_bytes of dynamic shared memory. The attribute belongs to
+// the kernel, process-wide, so it is only ever raised: engines of different shapes coexist, each
+// launching with at most what it asked for.
 cudaError_t PrepareEvolve(const EvolveTile& tile);
+// cudaSuccess when this binary carries code the current device can run (SASS for its
+// architecture or PTX the driver can compile for it); cudaErrorNoKernelImageForDevice or the
+// driver's PTX error otherwise.
+cudaError_t CheckKernelImage();
 // Steps 4-6 (readout_kernels.cu): summary, features, motors, learning, prediction; one block
 // per row; writes the output rows.
 cudaError_t LaunchCloseCycle(const CycleArgs& args, int rows, cudaStream_t stream);
