@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,16 @@ struct EngineConfig {
   int max_robots = 16;  // brain slots in the pool
   int max_batch = 16;   // rows per RunBatch; at most max_robots
   int threads = 0;      // CPU engine worker threads; 0 = all cores
+  // Testing only: the CPU engine fails batch number fail_after_batches + 1 as a device error
+  // would, and latches that failure (0 = never). Lets the tests drive the daemon's
+  // engine-failure path without a GPU.
+  int64_t fail_after_batches = 0;
+};
+
+// Memory of the engine's device as the device reports it (all users of the device counted).
+struct DeviceMemory {
+  int64_t used_bytes = 0;
+  int64_t total_bytes = 0;
 };
 
 // What a new brain is made from. Its fixed structure and its noise come from `seed` alone.
@@ -54,6 +65,8 @@ class Engine {
 
   virtual std::string_view kind() const = 0;  // "cpu" or "cuda"
   virtual std::string device_name() const = 0;
+  // One line for the start-up log: the device's name, capability and memory.
+  virtual std::string device_description() const = 0;
   virtual const EngineConfig& config() const = 0;
   // Bytes of the brain pool (fields, patterns, per-robot state) allocated at start.
   virtual int64_t pool_bytes() const = 0;
@@ -76,6 +89,12 @@ class Engine {
 
   // Where stage timings go (nullptr: nowhere). Not owned.
   virtual void set_timing_sink(StageTimingSink* sink) = 0;
+
+  // OK while the engine can run batches. After a failure that may have left a brain half
+  // advanced (a device error), that failure, for good: every later RunBatch returns an error.
+  virtual absl::Status health() const = 0;
+  // The device's memory now; nullopt for engines without a device of their own (CPU).
+  virtual std::optional<DeviceMemory> device_memory() const = 0;
 };
 
 // "cpu", "cuda", or "auto" (CUDA when this build has it and a device is present, else CPU).

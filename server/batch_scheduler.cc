@@ -1,6 +1,7 @@
 #include "server/batch_scheduler.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/memory/memory.h"
@@ -19,6 +20,8 @@ constexpr char kReleasedDetail[] = "the robot's brain was released";
 constexpr char kNoBrainDetail[] = "no brain slot for this stream";
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+constexpr Clock::duration kDeviceMemoryPeriod = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -168,10 +171,11 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
   }
   engine_ = *std::move(engine);
   engine_->set_timing_sink(metrics_);
+  SampleDeviceMemory(Clock::now());
   {
     absl::MutexLock lock(&mu_);  // Submit reads max_robots under the lock
     facts_ = EngineFacts{std::string(engine_->kind()), engine_->device_name(),
-                         engine_->config().shape, engine_->pool_bytes(),
+                         engine_->device_description(), engine_->config().shape, engine_->pool_bytes(),
                          engine_->config().max_robots, engine_->config().max_batch};
   }
   started->Notify();
@@ -258,6 +262,7 @@ void BatchScheduler::RunCommands() {
     absl::StatusOr<int> slot =
         refuse ? absl::StatusOr<int>(absl::UnavailableError(kShuttingDownDetail))
                : engine_->CreateBrain(c.spec);
+    if (!refuse && !slot.ok() && !engine_->health().ok()) NoteEngineError("CreateBrain", slot.status());
     // A full pool may be waiting on a release queued during this round (say, the session table
     // handing back a brain whose robot reconnected while it was created): releasing early frees
     // nothing anyone still uses, so run those and try once more.
@@ -334,12 +339,12 @@ void BatchScheduler::RunAndDeliver(int n) {
     for (int i = 0; i < n; ++i) metrics_->RecordQueueWait(Seconds(start - batch_[i].arrival));
   }
   if (absl::Status status = engine_->RunBatch(n); !status.ok()) {
-    LogError("engine RunBatch(", n, ") failed: ", status.ToString());
     for (int i = 0; i < n; ++i) {
       if (metrics_ != nullptr) metrics_->RecordRejected(telemetry::RejectReason::kEngineError);
       AnswerNotRun(batch_[i], brain::v1::INTERNAL_ERROR,
                    std::string_view(status.message().data(), status.message().size()));
     }
+    NoteEngineError("RunBatch", status);
     return;
   }
   batches_run_.fetch_add(1, std::memory_order_relaxed);
@@ -364,6 +369,27 @@ void BatchScheduler::RunAndDeliver(int n) {
     a.cycle = out.cycle;
     a.arrival = batch_[i].arrival;
     batch_[i].sink->Deliver(a);
+  }
+  SampleDeviceMemory(start);
+}
+
+void BatchScheduler::NoteEngineError(const char* what, const absl::Status& error) {
+  const absl::Status health = engine_->health();
+  if (health.ok()) {  // not latched: this call failed, the engine goes on
+    LogError("engine ", what, " failed: ", error.ToString());
+    return;
+  }
+  if (!engine_healthy_.exchange(false, std::memory_order_acq_rel)) return;  // reported already
+  LogError("engine failed and refuses every batch from now on: ", health.ToString());
+  if (metrics_ != nullptr) metrics_->SetEngineHealthy(false);
+  if (options_.on_engine_failure) options_.on_engine_failure(health);
+}
+
+void BatchScheduler::SampleDeviceMemory(Clock::time_point now) {
+  if (metrics_ == nullptr || now < next_memory_sample_) return;
+  next_memory_sample_ = now + kDeviceMemoryPeriod;
+  if (const std::optional<DeviceMemory> memory = engine_->device_memory(); memory.has_value()) {
+    metrics_->SetDeviceMemory(memory->used_bytes, memory->total_bytes);
   }
 }
 

@@ -11,6 +11,10 @@
 // is open end it early and run before the batch; once it has expired the batch runs first, so a
 // steady stream of commands cannot starve the frames.
 //
+// An engine that latches a failure (Engine::health(), e.g. a device error) is reported once: a log
+// line, brain_engine_healthy = 0, and the on_engine_failure callback; its batches keep being
+// answered INTERNAL_ERROR. The device's memory figures are refreshed about once a second.
+//
 // Steady state allocates nothing on the engine thread: the pending table and batch scratch are
 // sized at start. (The streams' Deliver hands each answer to gRPC, which serializes it.)
 #pragma once
@@ -43,12 +47,16 @@ struct SchedulerOptions {
   std::chrono::microseconds batch_window{200};
   // Test hook, run on the engine thread with the slots of each batch just run (nullable).
   std::function<void(std::span<const int32_t> slots)> batch_observer;
+  // Run once, on the engine thread, when the engine latches a failure (nullable). The batch that
+  // found it has been answered; the callback must not call back into the scheduler.
+  std::function<void(const absl::Status& failure)> on_engine_failure;
 };
 
 // Facts about the engine, fixed once it is made.
 struct EngineFacts {
   std::string kind;
   std::string device;
+  std::string device_description;  // name, capability and memory, for the start-up log
   FieldShape shape;
   int64_t pool_bytes = 0;
   int max_robots = 0;
@@ -94,6 +102,8 @@ class BatchScheduler {
 
   uint64_t brain_cycle(int slot) const;
   int pending() const;  // frames waiting for a batch now
+  // False once the engine has latched a failure.
+  bool engine_healthy() const { return engine_healthy_.load(std::memory_order_acquire); }
   uint64_t cycles_total() const { return cycles_total_.load(std::memory_order_relaxed); }
   int64_t batches_run() const { return batches_run_.load(std::memory_order_relaxed); }
   int64_t releases() const { return releases_.load(std::memory_order_relaxed); }
@@ -133,6 +143,9 @@ class BatchScheduler {
   // Waits out the batch window, then moves due frames into the engine's input rows; returns n.
   int GatherBatch();
   void RunAndDeliver(int n);
+  // After an engine call failed with `error`: reports a latched failure once; logs the others.
+  void NoteEngineError(const char* what, const absl::Status& error);
+  void SampleDeviceMemory(Clock::time_point now);
   void AnswerNotRun(const InFlight& f, brain::v1::FrameStatus status, std::string_view detail);
   void DrainPendingLocked(std::vector<InFlight>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // absl::Condition predicates (called with mu_ held).
@@ -167,11 +180,13 @@ class BatchScheduler {
   std::vector<InFlight> batch_;
   std::vector<InFlight> not_run_;
   std::vector<int32_t> batch_slots_;
+  Clock::time_point next_memory_sample_{};
 
   std::atomic<uint64_t> cycles_total_{0};
   std::atomic<int64_t> batches_run_{0};
   std::atomic<int64_t> releases_{0};
   std::atomic<int64_t> double_releases_{0};
+  std::atomic<bool> engine_healthy_{true};
 };
 
 }  // namespace fieldbrain::server

@@ -12,6 +12,11 @@
 #include "server/cycle_stream.h"
 
 namespace fieldbrain::server {
+namespace {
+
+constexpr char kBrainServiceName[] = "brain.v1.Brain";
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConfig& config,
                                                                  std::string version) {
@@ -23,12 +28,17 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   options.engine_kind = config.engine;
   options.engine = MakeEngineConfig(config);
   options.batch_window = std::chrono::microseconds(config.batch_window_us);
+  // Runs on the engine thread, only once streams exist (a batch or a create failed), by which
+  // time server_ and service_ are set.
+  options.on_engine_failure = [srv = server.get()](const absl::Status& failure) { srv->OnEngineFailure(failure); };
   absl::StatusOr<std::unique_ptr<BatchScheduler>> scheduler =
       BatchScheduler::Start(std::move(options), server->metrics_.get());
   if (!scheduler.ok()) {
     return absl::Status(scheduler.status().code(),
-                        absl::StrCat("engine \"", config.engine, "\": ",
-                                     scheduler.status().message()));
+                        absl::StrCat("engine \"", config.engine, "\": ", scheduler.status().message(),
+                                     absl::IsResourceExhausted(scheduler.status())
+                                         ? "; lower --max_robots or --max_batch, or use --field=small"
+                                         : ""));
   }
   server->scheduler_ = *std::move(scheduler);
   const EngineFacts& facts = server->scheduler_->facts();
@@ -69,6 +79,7 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   }
   if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);
+    health->SetServingStatus(kBrainServiceName, true);
   }
 
   if (!config.metrics_listen.empty()) {
@@ -104,6 +115,16 @@ void BrainServer::ReapIdle() {
     sessions_->ExpireIdle(now);
     service_->registry().ForEachLive([&](CycleStream& s) { s.ExpireWithoutHello(now, hello_timeout); });
   }
+}
+
+void BrainServer::OnEngineFailure(const absl::Status& failure) {
+  // Load balancers and robots' health checks stop sending robots here; live robots are told to
+  // reconnect (elsewhere) instead of getting INTERNAL_ERROR for every frame.
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+    health->SetServingStatus(kBrainServiceName, false);
+  }
+  service_->EngineFailed(failure);
 }
 
 void BrainServer::Shutdown() {

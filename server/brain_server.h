@@ -58,6 +58,8 @@ class BrainServer {
  private:
   explicit BrainServer(const ServerConfig& config);
   void ReapIdle();
+  // The engine latched a failure (engine thread): health NOT_SERVING, every stream ended.
+  void OnEngineFailure(const absl::Status& failure);
 
   const ServerConfig config_;
   std::unique_ptr<telemetry::Metrics> metrics_;

@@ -1,5 +1,6 @@
 #include "server/brain_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "server/cycle_stream.h"
 
 namespace fieldbrain::server {
@@ -36,6 +37,24 @@ grpc::ServerUnaryReactor* BrainService::GetServerInfo(grpc::CallbackServerContex
 void BrainService::BeginShutdown() {
   if (shutting_down_.exchange(true, std::memory_order_acq_rel)) return;
   registry_.ForEachLive([](CycleStream& stream) { stream.BeginShutdown(); });
+}
+
+void BrainService::EngineFailed(const absl::Status& failure) {
+  grpc::Status status;
+  {
+    absl::MutexLock lock(&failure_mu_);
+    if (engine_failure_.has_value()) return;
+    engine_failure_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   absl::StrCat("the brain engine failed (", failure.message(),
+                                                "); reconnect to another server"));
+    status = *engine_failure_;
+  }
+  registry_.ForEachLive([&status](CycleStream& stream) { stream.EndWith(status); });
+}
+
+std::optional<grpc::Status> BrainService::engine_failure() const {
+  absl::MutexLock lock(&failure_mu_);
+  return engine_failure_;
 }
 
 void BrainService::FillFieldShape(brain::v1::FieldShape* field) const {

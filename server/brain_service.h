@@ -4,10 +4,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "brain/v1/brain.grpc.pb.h"
 #include "server/batch_scheduler.h"
 #include "server/session_table.h"
@@ -43,6 +47,12 @@ class BrainService final : public brain::v1::Brain::CallbackService {
   void BeginShutdown();
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
+  // The engine has latched `failure`: robots must go to another server. New streams and live
+  // ones end with UNAVAILABLE (live ones after writing what they owe). Idempotent.
+  void EngineFailed(const absl::Status& failure);
+  // Set (and fixed) once EngineFailed ran; what streams are ended with.
+  std::optional<grpc::Status> engine_failure() const;
+
   const ServiceDeps& deps() const { return deps_; }
   StreamRegistry& registry() { return registry_; }
   void FillFieldShape(brain::v1::FieldShape* field) const;
@@ -51,6 +61,8 @@ class BrainService final : public brain::v1::Brain::CallbackService {
   const ServiceDeps deps_;
   StreamRegistry registry_;
   std::atomic<bool> shutting_down_{false};
+  mutable absl::Mutex failure_mu_;
+  std::optional<grpc::Status> engine_failure_ ABSL_GUARDED_BY(failure_mu_);
   std::atomic<StreamId> next_stream_id_{1};
 };
 

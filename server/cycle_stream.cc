@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,11 @@ CycleStream::CycleStream(BrainService* service, StreamId id) : service_(service)
   absl::MutexLock lock(&mu_);
   if (service_->shutting_down()) {
     RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown), true);
+    MaybeFinishLocked();
+    return;
+  }
+  if (std::optional<grpc::Status> failure = service_->engine_failure(); failure.has_value()) {
+    RequestFinishLocked(*std::move(failure), true);
     MaybeFinishLocked();
     return;
   }
@@ -114,6 +120,10 @@ void CycleStream::HandleHello() {
   }
   if (service_->shutting_down()) {
     fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown));
+    return;
+  }
+  if (std::optional<grpc::Status> failure = service_->engine_failure(); failure.has_value()) {
+    fail(*failure);
     return;
   }
   absl::StatusOr<SessionGrant> grant = deps.sessions->Attach(hello, id_, absl::Now());
@@ -279,6 +289,12 @@ void CycleStream::BeginShutdown() {
   shutting_down_ = true;
   // Answers still owed (pending frames come back SHUTTING_DOWN) are written before the end.
   RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown), false);
+  MaybeFinishLocked();
+}
+
+void CycleStream::EndWith(const grpc::Status& status) {
+  absl::MutexLock lock(&mu_);
+  RequestFinishLocked(status, false);
   MaybeFinishLocked();
 }
 

@@ -55,6 +55,8 @@ class CycleStream final
 
   // Server shutdown: stop reading, write what is owed, end with UNAVAILABLE.
   void BeginShutdown();
+  // Stop reading, write what is owed, end with `status` (the engine failed).
+  void EndWith(const grpc::Status& status);
 
   // Ends the stream with DEADLINE_EXCEEDED if it has been open longer than `limit` at `now`
   // without a Hello: a connection that never says who it is must not hold server resources.

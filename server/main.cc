@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   const EngineFacts& facts = (*server)->facts();
   const std::string host = config.listen.substr(0, config.listen.rfind(':'));
   LogInfo("brain-server ", FIELDBRAIN_VERSION, " listening on ", host, ":", (*server)->port(),
-          " engine=", facts.kind, " device=\"", facts.device, "\" field=", facts.shape.channels,
+          " engine=", facts.kind, " device=\"", facts.device_description, "\" field=", facts.shape.channels,
           "x", facts.shape.nx, "x", facts.shape.ny, "x", facts.shape.nz,
           " pool_bytes=", facts.pool_bytes, " max_robots=", facts.max_robots,
           " max_batch=", facts.max_batch, " batch_window_us=", config.batch_window_us,

@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "gpu/engine.h"
 #include "gpu/model/field_shape.h"
@@ -59,7 +61,8 @@ absl::Status ValidateConfig(const ServerConfig& c) {
   if (absl::Status s = CheckRange("max_robots", c.max_robots, 1, kMaxRobotsLimit); !s.ok()) return s;
   if (absl::Status s = CheckRange("max_batch", c.max_batch, 0, c.max_robots); !s.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(s.message(), " (0 means --max_robots; a batch cannot exceed the slots)"));
+        absl::StrCat(s.message(), " (0 means min(--max_robots, ", kDefaultMaxBatch,
+                     "); a batch cannot exceed the slots)"));
   }
   if (absl::Status s = CheckRange("batch_window_us", c.batch_window_us, 0, kMaxBatchWindowUs);
       !s.ok()) {
@@ -83,10 +86,18 @@ absl::Status ValidateConfig(const ServerConfig& c) {
     if (absl::Status s = CheckAddress("metrics_listen", c.metrics_listen); !s.ok()) return s;
   }
   if (absl::Status s = CheckRange("threads", c.threads, 0, kMaxThreads); !s.ok()) return s;
+  if (c.test_fail_engine_after_batches < 0) {
+    return absl::InvalidArgumentError("--test_fail_engine_after_batches must be 0 (off) or positive");
+  }
+  if (c.test_fail_engine_after_batches > 0 && c.engine != "cpu") {
+    return absl::InvalidArgumentError("--test_fail_engine_after_batches works with --engine=cpu only");
+  }
   return absl::OkStatus();
 }
 
-int EffectiveMaxBatch(const ServerConfig& c) { return c.max_batch > 0 ? c.max_batch : c.max_robots; }
+int EffectiveMaxBatch(const ServerConfig& c) {
+  return c.max_batch > 0 ? c.max_batch : std::min(c.max_robots, kDefaultMaxBatch);
+}
 
 EngineConfig MakeEngineConfig(const ServerConfig& c) {
   EngineConfig e;
@@ -94,6 +105,7 @@ EngineConfig MakeEngineConfig(const ServerConfig& c) {
   e.max_robots = c.max_robots;
   e.max_batch = EffectiveMaxBatch(c);
   e.threads = c.threads;
+  e.fail_after_batches = c.test_fail_engine_after_batches;
   return e;
 }
 

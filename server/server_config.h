@@ -2,6 +2,7 @@
 // by tests), its validation, and what the engine and the wire limits derive from it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,7 +17,7 @@ struct ServerConfig {
   std::string engine = "auto";      // auto | cpu | cuda
   std::string field = "auto";       // auto | default | small
   int max_robots = 64;
-  int max_batch = 0;                // 0 = max_robots
+  int max_batch = 0;                // 0 = min(max_robots, kDefaultMaxBatch)
   int batch_window_us = 200;
   int max_message_bytes = 16 * 1024;
   int idle_keep_s = 60;
@@ -24,7 +25,14 @@ struct ServerConfig {
   int shutdown_deadline_s = 5;
   std::string metrics_listen;       // empty = no metrics endpoint
   int threads = 0;                  // CPU engine threads; 0 = all cores
+  // Testing only (--test_fail_engine_after_batches): the CPU engine fails after this many
+  // batches, as a GPU would after a device error; 0 = never.
+  int64_t test_fail_engine_after_batches = 0;
 };
+
+// Batches larger than this rarely form (robots' ticks are spread over the control period) and
+// each batch row costs a spare field: 64 keeps 256 default-field robots at 2.5 GiB of fields.
+inline constexpr int kDefaultMaxBatch = 64;
 
 // Accepted ranges, shared by validation and --help texts.
 inline constexpr int kMaxRobotsLimit = 4096;
@@ -43,7 +51,7 @@ absl::Status ValidateConfig(const ServerConfig& config);
 // engine will run, the small one on the CPU engine, as DESIGN.md section 4 intends).
 absl::StatusOr<FieldShape> FieldShapeFor(const ServerConfig& config);
 
-// max_batch with 0 resolved to max_robots.
+// max_batch with 0 resolved to min(max_robots, kDefaultMaxBatch).
 int EffectiveMaxBatch(const ServerConfig& config);
 
 // The engine's configuration (config must be valid).

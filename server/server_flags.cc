@@ -2,7 +2,11 @@
 
 #include <string>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+
+// Defined in test_hook_flags.cc, apart, so that --help does not offer it to operators.
+ABSL_DECLARE_FLAG(int64_t, test_fail_engine_after_batches);
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC listen address, host:port (use 0.0.0.0:50051 to accept robots on the network)");
@@ -13,7 +17,8 @@ ABSL_FLAG(std::string, field, "auto",
           "(default on the CUDA engine, small on the CPU engine)");
 ABSL_FLAG(int, max_robots, 64, "brain slots allocated at start (1-4096): robots served at once");
 ABSL_FLAG(int, max_batch, 0,
-          "most robots per batched engine cycle (1..max_robots); 0 = max_robots");
+          "most robots per batched engine cycle (1..max_robots); 0 = min(max_robots, 64). Each "
+          "batch row costs one spare field of memory");
 ABSL_FLAG(int, batch_window_us, 200,
           "microseconds a batch waits for more robots' frames after the first arrives (0-1000000)");
 ABSL_FLAG(int, max_message_bytes, 16 * 1024,
@@ -47,6 +52,7 @@ ServerConfig ConfigFromFlags() {
   c.shutdown_deadline_s = absl::GetFlag(FLAGS_shutdown_deadline_s);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.threads = absl::GetFlag(FLAGS_threads);
+  c.test_fail_engine_after_batches = absl::GetFlag(FLAGS_test_fail_engine_after_batches);
   return c;
 }
 

@@ -33,8 +33,9 @@ const char* RejectReasonName(RejectReason reason) {
     case RejectReason::kDeadlineExceeded: return "deadline_exceeded";
     case RejectReason::kShuttingDown: return "shutting_down";
     case RejectReason::kEngineError: return "engine_error";
-    default: return "unknown";
+    case RejectReason::kCount: break;
   }
+  return "unknown";
 }
 
 Metrics::Metrics()
@@ -74,6 +75,20 @@ Metrics::Metrics()
                       .Help("Bytes of the brain pool allocated at start")
                       .Register(*registry_)
                       .Add({})),
+      engine_healthy_(prometheus::BuildGauge()
+                          .Name("brain_engine_healthy")
+                          .Help("1 while the compute engine runs batches; 0 once it has failed "
+                                "(the daemon then reports NOT_SERVING and ends every stream)")
+                          .Register(*registry_)
+                          .Add({})),
+      device_memory_used_family_(prometheus::BuildGauge()
+                                     .Name("brain_device_memory_used_bytes")
+                                     .Help("Memory in use on the engine's GPU, by every process")
+                                     .Register(*registry_)),
+      device_memory_total_family_(prometheus::BuildGauge()
+                                      .Name("brain_device_memory_total_bytes")
+                                      .Help("Memory of the engine's GPU")
+                                      .Register(*registry_)),
       build_info_(prometheus::BuildGauge()
                       .Name("brain_build_info")
                       .Help("Always 1; labels name the version and the engine in use")
@@ -92,6 +107,7 @@ Metrics::Metrics()
   for (int r = 0; r < static_cast<int>(RejectReason::kCount); ++r) {
     rejected_[r] = &rejected.Add({{"reason", RejectReasonName(static_cast<RejectReason>(r))}});
   }
+  engine_healthy_.Set(1);
 }
 
 void Metrics::SetBuildInfo(std::string_view version, std::string_view engine) {
@@ -117,6 +133,17 @@ void Metrics::RecordRejected(RejectReason reason) {
 void Metrics::RecordSuperseded() { superseded_.Increment(); }
 
 void Metrics::SetSessionsActive(int sessions) { sessions_active_.Set(sessions); }
+
+void Metrics::SetEngineHealthy(bool healthy) { engine_healthy_.Set(healthy ? 1 : 0); }
+
+void Metrics::SetDeviceMemory(int64_t used_bytes, int64_t total_bytes) {
+  if (device_memory_used_ == nullptr) {
+    device_memory_used_ = &device_memory_used_family_.Add({});
+    device_memory_total_ = &device_memory_total_family_.Add({});
+  }
+  device_memory_used_->Set(static_cast<double>(used_bytes));
+  device_memory_total_->Set(static_cast<double>(total_bytes));
+}
 
 void Metrics::RecordStage(Stage stage, double seconds, int batch_size) {
   const int s = static_cast<int>(stage);

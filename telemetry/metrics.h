@@ -54,6 +54,11 @@ class Metrics final : public StageTimingSink {
   void RecordRejected(RejectReason reason);
   void RecordSuperseded();
   void SetSessionsActive(int sessions);
+  // brain_engine_healthy: 1 from the start, 0 once the engine has latched a failure.
+  void SetEngineHealthy(bool healthy);
+  // brain_device_memory_used_bytes / _total_bytes. The series appear with the first call (only
+  // engines with a device of their own make it); one thread calls this.
+  void SetDeviceMemory(int64_t used_bytes, int64_t total_bytes);
 
   // StageTimingSink: the engine's per-stage time for one batch.
   void RecordStage(Stage stage, double seconds, int batch_size) override;
@@ -72,6 +77,11 @@ class Metrics final : public StageTimingSink {
   prometheus::Counter& superseded_;
   prometheus::Gauge& sessions_active_;
   prometheus::Gauge& pool_bytes_;
+  prometheus::Gauge& engine_healthy_;
+  prometheus::Family<prometheus::Gauge>& device_memory_used_family_;
+  prometheus::Family<prometheus::Gauge>& device_memory_total_family_;
+  prometheus::Gauge* device_memory_used_ = nullptr;
+  prometheus::Gauge* device_memory_total_ = nullptr;
   prometheus::Family<prometheus::Gauge>& build_info_;
 };
 

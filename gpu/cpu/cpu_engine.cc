@@ -2,10 +2,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "gpu/cpu/field_pass.h"
 #include "gpu/cpu/robot_steps.h"
 #include "gpu/field_pool.h"
+#include "gpu/memory_budget.h"
 #include "gpu/model/field_init.h"
 #include "gpu/robot_params.h"
 
@@ -54,6 +57,14 @@ class CpuEngine final : public Engine {
 
   std::string_view kind() const override { return "cpu"; }
   std::string device_name() const override { return device_; }
+  std::string device_description() const override {
+    const std::optional<int64_t> total = HostMemoryTotal();
+    const std::optional<int64_t> available = HostMemoryAvailable();
+    return absl::StrCat(device_, ", ", threads_, " threads, ", total ? FormatBytes(*total) : "unknown",
+                        " memory (", available ? FormatBytes(*available) : "unknown", " available)");
+  }
+  absl::Status health() const override { return failed_; }
+  std::optional<DeviceMemory> device_memory() const override { return std::nullopt; }
   const EngineConfig& config() const override { return config_; }
   int64_t pool_bytes() const override { return pool_.bytes(); }
   int brains_active() const override { return pool_.active(); }
@@ -84,6 +95,12 @@ class CpuEngine final : public Engine {
       return absl::InvalidArgumentError(absl::StrCat("batch of ", n, " rows; this engine takes 1 to ", config_.max_batch));
     std::span<const BatchInputRow> rows(inputs_.data(), size_t(n));
     if (absl::Status s = pool_.ValidateBatch(rows); !s.ok()) return s;
+    if (!failed_.ok())
+      return absl::FailedPreconditionError(absl::StrCat("the CPU engine stopped after an earlier failure: ", failed_.message()));
+    if (config_.fail_after_batches > 0 && batches_ >= config_.fail_after_batches) {
+      failed_ = absl::InternalError(absl::StrCat("injected engine failure after ", batches_, " batches (test hook)"));
+      return failed_;
+    }
     const auto t0 = std::chrono::steady_clock::now();
 
     for (int r = 0; r < n; ++r)
@@ -121,6 +138,7 @@ class CpuEngine final : public Engine {
       sink_->RecordStage(Stage::kEvolve, std::chrono::duration<double>(t2 - t1).count(), n);
       sink_->RecordStage(Stage::kMotor, SecondsSince(t2), n);
     }
+    ++batches_;
     return absl::OkStatus();
   }
 
@@ -172,15 +190,34 @@ class CpuEngine final : public Engine {
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
   std::string device_;
   StageTimingSink* sink_ = nullptr;
+  int64_t batches_ = 0;
+  absl::Status failed_;  // latched by the test hook (EngineConfig::fail_after_batches)
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> MakeCpuEngine(const EngineConfig& config) {
   const FieldPool layout(config.shape, config.max_robots, config.max_batch);
+  if (const std::optional<int64_t> available = HostMemoryAvailable(); available.has_value()) {
+    if (absl::Status s = CheckMemoryFits(DescribePool(config), layout.bytes(), "this machine", *available);
+        !s.ok())
+      return s;
+  }
   std::unique_ptr<std::byte[], FreeDeleter> block(static_cast<std::byte*>(std::aligned_alloc(256, size_t(layout.bytes()))));
   if (!block)
-    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the brain pool of ", layout.bytes(), " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the brain pool of ", FormatBytes(layout.bytes())));
+  // Touch every page now, from the threads that will work on it: memory the kernel promised but
+  // cannot deliver fails here, at start, instead of getting the daemon killed while it serves.
+  const int threads = config.threads > 0 ? config.threads : omp_get_max_threads();
+  const int64_t bytes = layout.bytes();
+  constexpr int64_t kChunk = int64_t(1) << 20;
+  const int64_t chunks = (bytes + kChunk - 1) / kChunk;
+  std::byte* base = block.get();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    std::memset(base + begin, 0, size_t(std::min(kChunk, bytes - begin)));
+  }
   return std::unique_ptr<Engine>(new CpuEngine(config, std::move(block)));
 }
 

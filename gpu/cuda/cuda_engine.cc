@@ -23,6 +23,7 @@
 #include "gpu/cuda/launch.h"
 #include "gpu/cuda/staging.h"
 #include "gpu/field_pool.h"
+#include "gpu/memory_budget.h"
 #include "gpu/robot_params.h"
 
 namespace fieldbrain::cuda {
@@ -30,7 +31,10 @@ namespace {
 
 constexpr int kDevice = 0;
 constexpr int kMaxGridZ = 65535;  // batch rows are the evolve grid's z dimension
-constexpr int kMinComputeMajor = 9;
+
+#ifndef FIELDBRAIN_CUDA_ARCHITECTURES
+#define FIELDBRAIN_CUDA_ARCHITECTURES "unknown"
+#endif
 
 // Event i is recorded before stage i; stage i runs between events i and i + 1.
 constexpr int kEvents = 4;
@@ -49,18 +53,23 @@ absl::Status CheckConfig(const EngineConfig& c) {
 
 class CudaEngine final : public Engine {
  public:
-  CudaEngine(const EngineConfig& config, const CudaEngineOptions& options, const EvolveTile& tile, std::string name)
+  CudaEngine(const EngineConfig& config, const CudaEngineOptions& options, const EvolveTile& tile, std::string name,
+             std::string description)
       : config_(config),
         options_(options),
         pool_(config.shape, config.max_robots, config.max_batch),
         tile_(tile),
         layout_(config.max_batch, tile.blocks_per_robot, kPartialFloats),
-        device_name_(std::move(name)) {}
+        device_name_(std::move(name)),
+        device_description_(std::move(description)) {}
 
   absl::Status Init();
 
   std::string_view kind() const override { return "cuda"; }
   std::string device_name() const override { return device_name_; }
+  std::string device_description() const override { return device_description_; }
+  absl::Status health() const override { return failed_; }
+  std::optional<DeviceMemory> device_memory() const override;
   const EngineConfig& config() const override { return config_; }
   int64_t pool_bytes() const override { return pool_.bytes(); }
   int brains_active() const override { return pool_.active(); }
@@ -98,11 +107,12 @@ class CudaEngine final : public Engine {
   EvolveTile tile_;
   StagingLayout layout_;
   std::string device_name_;
+  std::string device_description_;
   CudaCounters counters_;
   StageTimingSink* sink_ = nullptr;
-  // Set when a cycle failed on the device: part of it may have run (a robot's state advanced
-  // while its field did not), so the engine refuses further batches rather than serve robots
-  // from a state that no cycle wrote whole.
+  // Set when a cycle or a brain's creation failed on the device: part of it may have run (a
+  // robot's state advanced while its field did not), so the engine refuses further batches
+  // rather than serve robots from a state that no cycle wrote whole.
   absl::Status failed_;
 
   // Declared before what uses them, so they are destroyed after.
@@ -264,13 +274,26 @@ absl::Status CudaEngine::InitBrain(int slot, const RobotParams& params, uint64_t
 absl::StatusOr<int> CudaEngine::CreateBrain(const BrainSpec& spec) {
   absl::StatusOr<RobotParams> params = MakeRobotParams(spec, config_.shape);
   if (!params.ok()) return params.status();
+  if (!failed_.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat("the CUDA engine stopped after an earlier device error: ", failed_.message()));
   absl::StatusOr<int> slot = pool_.Acquire();
   if (!slot.ok()) return slot.status();
   if (absl::Status s = InitBrain(*slot, *params, spec.seed); !s.ok()) {
     pool_.Release(*slot);
+    failed_ = s;
     return s;
   }
   return *slot;
+}
+
+std::optional<DeviceMemory> CudaEngine::device_memory() const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaSetDevice(kDevice) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    return std::nullopt;
+  }
+  return DeviceMemory{int64_t(total_bytes - free_bytes), int64_t(total_bytes)};
 }
 
 absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
@@ -316,12 +339,17 @@ absl::Status ProbeCudaDevice() {
         absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
   }
   if (count == 0) return absl::UnavailableError("cudaGetDeviceCount found no CUDA device");
-  int major = 0, minor = 0;
-  FB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kDevice));
-  FB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, kDevice));
-  if (major < kMinComputeMajor)
-    return absl::UnavailableError(absl::StrCat("CUDA device ", kDevice, " has compute capability ", major, ".", minor,
-                                               "; this build carries sm_90 code and needs 9.0 or newer"));
+  FB_CUDA_CHECK(cudaSetDevice(kDevice));
+  if (const cudaError_t e = CheckKernelImage(); e != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kDevice);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, kDevice);
+    return absl::UnavailableError(absl::StrCat(
+        "CUDA device ", kDevice, " (compute capability ", major, ".", minor, ") cannot run this build's kernels: ",
+        cudaGetErrorName(e), " (", cudaGetErrorString(e), "); this build carries code for ",
+        FIELDBRAIN_CUDA_ARCHITECTURES, " (rebuild with -DCMAKE_CUDA_ARCHITECTURES=", major, minor, ")"));
+  }
   return absl::OkStatus();
 }
 
@@ -344,7 +372,15 @@ absl::StatusOr<std::unique_ptr<Engine>> MakeCudaEngine(const EngineConfig& confi
                                                    config.shape.ny, "x", config.shape.nz,
                                                    " does not fit the evolve kernel's tile on ", prop.name, " (",
                                                    max_smem, " bytes of shared memory per block)"));
-  auto engine = std::make_unique<CudaEngine>(config, options, *tile, std::string(prop.name));
+  size_t free_bytes = 0, total_bytes = 0;
+  FB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  FB_RETURN_IF_ERROR(CheckMemoryFits(
+      absl::StrCat(DescribePool(config), " and the workspace"),
+      DeviceBytesNeeded(config, *tile), prop.name, int64_t(free_bytes)));
+  std::string description = absl::StrCat(prop.name, ", compute capability ", prop.major, ".", prop.minor, ", ",
+                                         prop.multiProcessorCount, " SMs, ", FormatBytes(int64_t(total_bytes)),
+                                         " (", FormatBytes(int64_t(free_bytes)), " free)");
+  auto engine = std::make_unique<CudaEngine>(config, options, *tile, std::string(prop.name), std::move(description));
   FB_RETURN_IF_ERROR(engine->Init());
   return std::unique_ptr<Engine>(std::move(engine));
 }

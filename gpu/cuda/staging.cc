@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpu/field_pool.h"
+
 namespace fieldbrain::cuda {
 
 StagingLayout::StagingLayout(int max_batch, int evolve_blocks_per_robot, int partial_floats) : max_batch(max_batch) {
@@ -18,6 +20,12 @@ StagingLayout::StagingLayout(int max_batch, int evolve_blocks_per_robot, int par
   ws_partials_at = AlignStaging(ws_explore_at + max_batch * int64_t(sizeof(float)));
   workspace_bytes = AlignStaging(ws_partials_at + int64_t(max_batch) * evolve_blocks_per_robot * partial_floats *
                                                       int64_t(sizeof(float)));
+}
+
+int64_t DeviceBytesNeeded(const EngineConfig& config, const EvolveTile& tile) {
+  const FieldPool pool(config.shape, config.max_robots, config.max_batch);
+  const StagingLayout layout(config.max_batch, tile.blocks_per_robot, kPartialFloats);
+  return pool.bytes() + layout.workspace_bytes;
 }
 
 std::vector<int> BatchBuckets(int max_batch) {

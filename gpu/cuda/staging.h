@@ -17,6 +17,8 @@
 #include <span>
 #include <vector>
 
+#include "gpu/engine.h"
+#include "gpu/cuda/evolve_plan.h"
 #include "gpu/model/robot_state.h"
 
 namespace fieldbrain::cuda {
@@ -47,6 +49,10 @@ struct StagingLayout {
   int64_t input_copy_bytes(int rows) const { return rows_at + rows * int64_t(sizeof(BatchInputRow)); }
   int64_t output_copy_bytes(int rows) const { return rows * int64_t(sizeof(BatchOutputRow)); }
 };
+
+// Device memory a CUDA engine allocates for `config` with evolve tile `tile`: the brain pool
+// (FieldPool) and the workspace. The CUDA context and cuFFT/cuBLAS handles come on top.
+int64_t DeviceBytesNeeded(const EngineConfig& config, const EvolveTile& tile);
 
 // Batch sizes with a captured graph: powers of two below max_batch, then max_batch.
 std::vector<int> BatchBuckets(int max_batch);

@@ -1,10 +1,16 @@
 // The CPU engine as an Engine: determinism, isolation between robots, snapshots, errors.
+#include <unistd.h>
+
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "gpu/memory_budget.h"
 #include "tests/brain/brain_rig.h"
 
 namespace fieldbrain::testing {
@@ -183,6 +189,69 @@ TEST(CpuEngine, AutoPicksAnAvailableEngine) {
   if (!CudaEngineAvailable()) {
     EXPECT_EQ(MakeEngine("cuda", config).status().code(), absl::StatusCode::kUnavailable);
   }
+}
+
+// Resident memory of this process, from /proc/self/statm.
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * int64_t(sysconf(_SC_PAGESIZE));
+}
+
+// An oversized pool must fail at start, not get the daemon killed later: the engine touches
+// every page of its pool while it is made.
+TEST(CpuEngine, ThePoolIsResidentOnceTheEngineIsMade) {
+  EngineConfig config;
+  config.shape = FieldShape::Default();  // 8 MiB fields
+  config.max_robots = 24;
+  config.max_batch = 8;
+  const int64_t before = ResidentBytes();
+  auto engine = MakeEngine("cpu", config);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const int64_t grown = ResidentBytes() - before;
+  EXPECT_GE(grown, (*engine)->pool_bytes() * 9 / 10)
+      << "pool " << (*engine)->pool_bytes() << " bytes, resident grew by " << grown;
+}
+
+TEST(CpuEngine, APoolLargerThanTheMachineIsRefusedWithTheFigures) {
+  const std::optional<int64_t> available = HostMemoryAvailable();
+  ASSERT_TRUE(available.has_value()) << "/proc/meminfo has no MemAvailable";
+  EngineConfig config;
+  config.shape = FieldShape::Default();
+  // Fields of 8 MiB: enough slots for twice what the machine has free, within the slot limit.
+  config.max_robots = int(std::min<int64_t>(2 * *available / (8 << 20) + 1, 1 << 20));
+  config.max_batch = 64;
+  const auto engine = MakeEngine("cpu", config);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(engine.status().message().find("brain pool"), absl::string_view::npos) << engine.status();
+  EXPECT_NE(engine.status().message().find("has only"), absl::string_view::npos) << engine.status();
+}
+
+TEST(CpuEngine, InjectedFailureIsLatched) {
+  const std::vector<float> frame(6, 0.25f);
+  EngineConfig config;
+  config.shape = FieldShape::Small();
+  config.max_robots = 1;
+  config.max_batch = 1;
+  config.fail_after_batches = 3;
+  auto made = MakeEngine("cpu", config);
+  ASSERT_TRUE(made.ok());
+  Engine& engine = **made;
+  const absl::StatusOr<int> slot = engine.CreateBrain(BrainSpec{5, 6, 2});
+  ASSERT_TRUE(slot.ok());
+  auto run = [&] {
+    engine.inputs()[0].slot = *slot;
+    std::copy(frame.begin(), frame.end(), engine.inputs()[0].sensors);
+    return engine.RunBatch(1);
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(run().ok()) << "batch " << i;
+  EXPECT_TRUE(engine.health().ok());
+  EXPECT_EQ(run().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(engine.health().code(), absl::StatusCode::kInternal);
+  EXPECT_FALSE(run().ok());  // latched: it stays down
+  EXPECT_FALSE(engine.device_memory().has_value());  // the CPU engine has no device
 }
 
 }  // namespace

@@ -389,6 +389,46 @@ TEST(CudaEngine, FieldStaysBoundedUnderExtremeInput) {
   }
 }
 
+// The evolve kernel's shared-memory attribute is process-wide: an engine made later with a
+// smaller tile must not shrink what an earlier, larger one launches with (and the other way).
+TEST(CudaEngine, EnginesOfDifferentShapesCoexistInOneProcess) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::vector<FieldShape> shapes = {FieldShape::Default(), FieldShape::Small(), FieldShape{16, 8, 32, 256}};
+  for (int first = 0; first < int(shapes.size()); ++first) {
+    std::vector<std::unique_ptr<ParityRun>> runs;
+    for (int k = 0; k < int(shapes.size()); ++k) {
+      const FieldShape& shape = shapes[size_t((first + k) % shapes.size())];
+      runs.push_back(std::make_unique<ParityRun>(MustMake("cuda", Config(shape, 1, 1))));
+      ASSERT_TRUE(runs.back()->Add(kMixedSpecs[0]).ok());
+    }
+    for (auto& run : runs) {  // each engine cycles after every other one was made
+      const absl::Status s = run->Run(2);
+      EXPECT_TRUE(s.ok()) << "shape C=" << run->engine().config().shape.channels << " z="
+                          << run->engine().config().shape.nz << " (made " << first << " first): " << s;
+    }
+  }
+}
+
+// brain_device_memory_*_bytes come from here, and a pool the device cannot hold is refused at
+// start with the figures rather than failing in cudaMalloc.
+TEST(CudaEngine, DeviceMemoryIsReportedAndAnOversizedPoolIsRefused) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  auto engine = MustMake("cuda", Config(FieldShape::Default(), 4, 2));
+  ASSERT_NE(engine, nullptr);
+  const std::optional<DeviceMemory> memory = engine->device_memory();
+  ASSERT_TRUE(memory.has_value());
+  EXPECT_GE(memory->used_bytes, engine->pool_bytes());
+  EXPECT_GT(memory->total_bytes, memory->used_bytes);
+  EXPECT_TRUE(engine->health().ok());
+  std::printf("device: %s\n", engine->device_description().c_str());
+  const int64_t field_bytes = FieldShape::Default().floats() * int64_t(sizeof(float));
+  const int robots = int(std::min<int64_t>(memory->total_bytes / field_bytes + 1, 1 << 20));
+  const auto oversized = cuda::MakeCudaEngine(Config(FieldShape::Default(), robots, 1));
+  ASSERT_FALSE(oversized.ok());
+  EXPECT_EQ(oversized.status().code(), absl::StatusCode::kResourceExhausted) << oversized.status();
+  EXPECT_NE(oversized.status().message().find("has only"), absl::string_view::npos) << oversized.status();
+}
+
 #else  // !FIELDBRAIN_HAVE_CUDA
 
 TEST(CudaEngine, NeedsACudaBuild) { GTEST_SKIP() << "no CUDA device: this build has no CUDA engine (no nvcc)"; }

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
@@ -79,6 +80,25 @@ std::string HttpGet(int port, const std::string& path) {
   }
   close(fd);
   return out;
+}
+
+TEST(MetricsTest, EngineHealthAndDeviceMemory) {
+  Metrics m;
+  std::string text = m.Scrape();
+  EXPECT_THAT(text, HasSubstr("brain_engine_healthy 1"));
+  // No device memory series until an engine with a device reports it (the CPU engine never does).
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("brain_device_memory_used_bytes ")));
+  m.SetEngineHealthy(false);
+  m.SetDeviceMemory(3 * 1024 * 1024, 80LL << 30);
+  m.SetDeviceMemory(5 * 1024 * 1024, 80LL << 30);  // the latest value wins, no second series
+  text = m.Scrape();
+  EXPECT_THAT(text, HasSubstr("brain_engine_healthy 0"));
+  EXPECT_THAT(text, HasSubstr("brain_device_memory_used_bytes 5242880"));
+  EXPECT_THAT(text, HasSubstr("brain_device_memory_total_bytes 85899345920"));
+  size_t series = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n'))
+    if (absl::StartsWith(line, "brain_device_memory_used_bytes")) ++series;
+  EXPECT_EQ(series, 1u);
 }
 
 TEST(MetricsExposerTest, ServesTheRegistryOverHttp) {

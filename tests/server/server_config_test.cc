@@ -1,7 +1,15 @@
 #include "server/server_config.h"
 
+#include <cstdint>
+#include <optional>
+
 #include "gmock/gmock.h"
 #include "gpu/engine.h"
+#include "gpu/field_pool.h"
+#if FIELDBRAIN_HAVE_CUDA
+#include "gpu/cuda/evolve_plan.h"
+#include "gpu/cuda/staging.h"
+#endif
 #include "gtest/gtest.h"
 
 namespace fieldbrain::server {
@@ -22,6 +30,56 @@ TEST(ServerConfigTest, DefaultsAreValid) {
   EXPECT_EQ(l.max_motors(), static_cast<uint32_t>(kMaxMotors));
   EXPECT_EQ(l.max_message_bytes(), 16u * 1024u);
   EXPECT_EQ(l.max_robots(), 64u);
+}
+
+// 256 robots on the default field with the other flags at their defaults fit a 4 GiB budget of
+// device memory (fields, patterns, states and the CUDA workspace); with one batch row per robot,
+// as max_batch used to default to, they did not.
+TEST(ServerConfigTest, TwoHundredFiftySixDefaultFieldRobotsFitInFourGiB) {
+  ServerConfig c;
+  c.field = "default";
+  c.max_robots = 256;
+  ASSERT_TRUE(ValidateConfig(c).ok());
+  EXPECT_EQ(EffectiveMaxBatch(c), kDefaultMaxBatch);
+  constexpr int64_t kFourGiB = int64_t(4) << 30;
+  auto needed = [](const EngineConfig& e) {
+#if FIELDBRAIN_HAVE_CUDA
+    // The largest tile any supported GPU gets (sm_75's 64 KiB of opt-in shared memory or more).
+    const std::optional<cuda::EvolveTile> tile = cuda::PlanEvolveTile(e.shape, 64 * 1024);
+    EXPECT_TRUE(tile.has_value());
+    return tile ? cuda::DeviceBytesNeeded(e, *tile) : int64_t(0);
+#else
+    return FieldPool(e.shape, e.max_robots, e.max_batch).bytes();
+#endif
+  };
+  const int64_t with_defaults = needed(MakeEngineConfig(c));
+  EXPECT_LT(with_defaults, kFourGiB) << with_defaults;
+  EXPECT_GT(with_defaults, int64_t(2) << 30);  // the 320 fields alone are 2.5 GiB
+  c.max_batch = 256;
+  EXPECT_GT(needed(MakeEngineConfig(c)), kFourGiB);
+}
+
+TEST(ServerConfigTest, DefaultBatchIsCappedButNeverAboveTheSlots) {
+  ServerConfig c;
+  c.max_robots = 8;
+  EXPECT_EQ(EffectiveMaxBatch(c), 8);
+  c.max_robots = 1000;
+  EXPECT_EQ(EffectiveMaxBatch(c), kDefaultMaxBatch);
+  c.max_batch = 500;
+  EXPECT_EQ(EffectiveMaxBatch(c), 500);
+}
+
+TEST(ServerConfigTest, TheEngineFailureHookNeedsTheCpuEngine) {
+  ServerConfig c;
+  c.engine = "cpu";
+  c.test_fail_engine_after_batches = 10;
+  ASSERT_TRUE(ValidateConfig(c).ok());
+  EXPECT_EQ(MakeEngineConfig(c).fail_after_batches, 10);
+  c.engine = "auto";
+  EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("--engine=cpu only"));
+  c.engine = "cpu";
+  c.test_fail_engine_after_batches = -1;
+  EXPECT_FALSE(ValidateConfig(c).ok());
 }
 
 TEST(ServerConfigTest, SmallFieldAndExplicitBatch) {

@@ -1,17 +1,16 @@
 // End to end: the real brain-server binary on a loopback port, driven by the real client library
 // (and the raw stub where a test needs the server's own answer).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -249,23 +248,9 @@ TEST_F(ServerE2eTest, ServesMetricsOverHttp) {
   std::unique_ptr<BrainClient> c = Connect(target_, "measured");
   ASSERT_NE(c, nullptr);
   for (int i = 0; i < 5; ++i) ASSERT_FALSE(c->Step(kValues, 0.0f, absl::Seconds(10)).safe_stop);
-  // Plain HTTP/1.0 GET over a socket (no HTTP client library in the test deps).
   std::string body;
   ASSERT_TRUE(Eventually([&] {
-    body.clear();
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(metrics_port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      const std::string req = "GET /metrics HTTP/1.0\r\n\r\n";
-      if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-        char buf[4096];
-        for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) body.append(buf, size_t(n));
-      }
-    }
-    close(fd);
+    body = testing::HttpGet(metrics_port, "/metrics");
     return absl::StrContains(body, "brain_cycles_total 5");
   })) << body;
   EXPECT_THAT(body, HasSubstr("brain_sessions_active 1"));
@@ -281,6 +266,31 @@ TEST(ServerFlagsE2eTest, BadFlagsExitNonZeroWithAMessage) {
     ASSERT_TRUE(WIFEXITED(*status)) << bad;
     EXPECT_NE(WEXITSTATUS(*status), 0) << bad;
   }
+}
+
+// A pool larger than the machine's free memory is refused at start, with the figures and the
+// flags that make it smaller, instead of the daemon being killed by the kernel later. The CPU
+// engine's check (host memory); the CUDA engine's (device memory) is a gpu test, since a GPU of
+// 80 GiB or more holds even the largest pool the flags allow.
+TEST(ServerFlagsE2eTest, APoolThatDoesNotFitIsRefusedNamingTheFlags) {
+  const std::string log_path = ::testing::TempDir() + "oversized_pool_stderr.log";
+  // 4096 default-field robots: 36 GiB of fields, more than any of our test machines has free.
+  std::optional<ChildProcess> p = ChildProcess::Spawn(
+      {ServerBinary(), "--listen=127.0.0.1:0", "--engine=cpu", "--field=default",
+       "--max_robots=4096", "--max_batch=512"},
+      log_path);
+  ASSERT_TRUE(p.has_value());
+  std::optional<int> status = p->WaitExit(absl::Seconds(60));
+  ASSERT_TRUE(status.has_value()) << "still running with a 36 GiB pool";
+  ASSERT_TRUE(WIFEXITED(*status)) << "killed by signal " << WTERMSIG(*status);
+  EXPECT_EQ(WEXITSTATUS(*status), 1);
+  std::ifstream in(log_path);
+  std::stringstream log;
+  log << in.rdbuf();
+  EXPECT_THAT(log.str(), HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(log.str(), HasSubstr("4608 fields"));
+  EXPECT_THAT(log.str(), HasSubstr("--max_robots"));
+  EXPECT_THAT(log.str(), HasSubstr("--field=small"));
 }
 
 // Client mode for the kill test: connect and step until killed.

@@ -1,6 +1,7 @@
 #include "server_process.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -30,13 +31,41 @@ int PickFreePort() {
   return port;
 }
 
-std::optional<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv) {
+std::string HttpGet(int port, const std::string& path) {
+  std::string body;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return body;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) body.append(buf, size_t(n));
+    }
+  }
+  close(fd);
+  return body;
+}
+
+std::optional<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
+                                                const std::string& stderr_path) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!stderr_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
   pid_t pid = -1;
   // posix_spawn, not fork: the test process runs gRPC threads.
-  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return std::nullopt;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return std::nullopt;
   return ChildProcess(pid);
 }
 

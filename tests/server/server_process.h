@@ -14,10 +14,16 @@ namespace fieldbrain::server::testing {
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
 int PickFreePort();
 
+// The body of a plain HTTP/1.0 GET of `path` on 127.0.0.1:port (headers included); empty when
+// nothing answered. No HTTP client library in the test deps; this is enough for /metrics.
+std::string HttpGet(int port, const std::string& path);
+
 class ChildProcess {
  public:
-  // Starts `argv[0]` with the given arguments; stdout/stderr go to the test's.
-  static std::optional<ChildProcess> Spawn(const std::vector<std::string>& argv);
+  // Starts `argv[0]` with the given arguments; stdout goes to the test's, stderr too unless
+  // `stderr_path` names a file to write it to instead.
+  static std::optional<ChildProcess> Spawn(const std::vector<std::string>& argv,
+                                           const std::string& stderr_path = "");
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&&) = delete;
   ChildProcess(const ChildProcess&) = delete;
