@@ -24,8 +24,15 @@ What differs from the engines, on purpose, and does not change the work of a cyc
 Timing: per cycle, a pair of CUDA events around the cycle (the noise draw included), no
 synchronisation between cycles; the median over --cycles cycles after --warmup cycles. torch.compile
 runs with dynamic=False and fullgraph=True, one compilation per (field, batch size) after
-torch._dynamo.reset(), in the mode given by --compile-mode ("default" unless told: Inductor without
-CUDA graphs).
+torch._dynamo.reset(), in each of the modes asked for (--modes):
+  eager        PyTorch eager, kernel by kernel
+  compile      torch.compile, Inductor's default mode (fused Triton kernels, no CUDA graphs)
+  compile-ro   torch.compile(mode="reduce-overhead"): the same kernels replayed as CUDA graphs, the
+               fair peer of the engine's own graphs (one launch per cycle instead of dozens)
+  compile-max  torch.compile(mode="max-autotune-no-cudagraphs"): autotuned kernels, no graphs
+               (compilation takes minutes; not run unless asked for)
+A row of compile-ro records whether Inductor really used CUDA graphs (it falls back silently when a
+graph cannot be captured); the summary compares the engine with the fastest torch.compile mode.
 
 Checks (the exit status is 1 when one fails):
 - every timed configuration runs on to --check-cycles cycles (random and extreme inputs), then
@@ -89,7 +96,12 @@ COMPARE_TOL = 1e-4  # eager vs compile, vectorised vs scalar (why: see check_par
 # replicate-padded copy, the Laplacian, the core and the new field in eager mode (Python frees
 # each temporary when its last reference goes), fewer once Inductor fuses. Used only to skip a
 # configuration that cannot fit instead of running out of memory halfway.
-PEAK_FIELDS = {"eager": 5.0, "compile": 3.0}
+# torch.compile's modes (--modes names -> torch.compile's mode argument).
+COMPILE_MODES = {"compile": None, "compile-ro": "reduce-overhead", "compile-max": "max-autotune-no-cudagraphs"}
+ALL_MODES = ("eager",) + tuple(COMPILE_MODES)
+DEFAULT_CUDA_MODES = ["eager", "compile", "compile-ro"]
+# CUDA graphs keep their outputs in a private pool beside the inputs: one more field per robot.
+PEAK_FIELDS = {"eager": 5.0, "compile": 3.0, "compile-ro": 4.0, "compile-max": 3.0}
 
 
 class Shape:
@@ -499,8 +511,10 @@ class InputRing:
         return self.sensors[i % INPUT_FRAMES], self.rewards[i % INPUT_FRAMES]
 
 
-def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=None):
-    """`count` cycles from cycle number `first`; with `timer`, each cycle is timed (list of ms)."""
+def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=None, graphs=False):
+    """`count` cycles from cycle number `first`; with `timer`, each cycle is timed (list of ms).
+    `graphs`: the step replays CUDA graphs (compile-ro); each cycle is marked as a new step, so the
+    graph may reuse the memory of outputs two cycles old (each cycle reads only the last one)."""
     batch = state["field"].shape[0]
     device = state["field"].device
     out = None
@@ -509,6 +523,8 @@ def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=Non
         if timer is not None:
             timer.start()
         xi = torch.randn(batch, n_motors, device=device, generator=gen)
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         state, out = step(state, consts, sensors, reward, xi)
         if timer is not None:
             timer.stop()
@@ -583,6 +599,15 @@ def max_difference(a, b):
     return worst
 
 
+def cudagraph_skips():
+    """How often Inductor has fallen back from CUDA graphs in this process (0 where unknown)."""
+    try:
+        counters = importlib.import_module("torch._dynamo.utils").counters
+        return int(sum(counters["inductor"].get(k, 0) for k in ("cudagraph_skips",)))
+    except (ImportError, AttributeError, KeyError):
+        return 0
+
+
 def clone_state(state):
     return {k: v.clone() for k, v in state.items()}
 
@@ -627,8 +652,10 @@ def check_parity(device, robots, cycles, log):
 
 def measure(shape, batch, mode, args, device, deadline):
     """Times one (field, batch, mode) and checks it; returns the row for the table and JSON."""
+    compiled = mode in COMPILE_MODES
+    graphs = mode == "compile-ro"
     row = {"field": shape.name, "shape": shape.dims(), "batch": batch, "mode": mode,
-           "compile_mode": args.compile_mode if mode == "compile" else None}
+           "compile_mode": (COMPILE_MODES[mode] or "default") if compiled else None}
     if deadline is not None and time.monotonic() > deadline:
         row["status"] = "skipped: time budget (--deadline-s) spent"
         return row
@@ -644,22 +671,26 @@ def measure(shape, batch, mode, args, device, deadline):
     ring = InputRing(batch, SENSORS, device, gen, extreme=True)
     eager = make_cycle(shape)
     step = eager
-    if mode == "compile":
+    skips_before = cudagraph_skips()
+    if compiled:
         # A fresh compilation per configuration: no recompile limit, no automatic dynamic shapes.
         importlib.import_module("torch._dynamo").reset()
-        step = torch.compile(eager, mode=None if args.compile_mode == "default" else args.compile_mode,
-                             dynamic=False, fullgraph=True)
+        step = torch.compile(eager, mode=COMPILE_MODES[mode], dynamic=False, fullgraph=True)
         t0 = time.perf_counter()
-        state, _ = run_cycles(step, state, consts, ring, 0, 1, MOTORS, gen)  # compiles
+        # compiles; with CUDA graphs the first calls record, later ones replay
+        state, _ = run_cycles(step, state, consts, ring, 0, 3 if graphs else 1, MOTORS, gen, graphs=graphs)
         sync(device)
         row["compile_s"] = round(time.perf_counter() - t0, 2)
-    done = 1 if mode == "compile" else 0
-    state, _ = run_cycles(step, state, consts, ring, done, args.warmup, MOTORS, gen)
+    done = (3 if graphs else 1) if compiled else 0
+    state, _ = run_cycles(step, state, consts, ring, done, args.warmup, MOTORS, gen, graphs=graphs)
     done += args.warmup
     sync(device)
     timer = CycleTimer(device)
-    state, out = run_cycles(step, state, consts, ring, done, args.cycles, MOTORS, gen, timer)
+    state, out = run_cycles(step, state, consts, ring, done, args.cycles, MOTORS, gen, timer, graphs=graphs)
     done += args.cycles
+    if graphs:
+        skipped = cudagraph_skips() - skips_before
+        row["cuda_graphs"] = "used" if skipped == 0 else f"not used (Inductor skipped them {skipped}x)"
     ms = timer.milliseconds()
     median = statistics.median(ms)
     row.update({"ms_per_cycle": median, "mean_ms": statistics.fmean(ms), "min_ms": min(ms), "cycles": len(ms),
@@ -667,15 +698,20 @@ def measure(shape, batch, mode, args, device, deadline):
 
     # Correctness: on to --check-cycles cycles, then bounds; compile against eager for one cycle.
     if done < args.check_cycles:
-        state, out = run_cycles(step, state, consts, ring, done, args.check_cycles - done, MOTORS, gen)
+        state, out = run_cycles(step, state, consts, ring, done, args.check_cycles - done, MOTORS, gen,
+                                graphs=graphs)
         done = args.check_cycles
     problems = bounds_problems(state, out, shape)
     row["checked_cycles"] = done
-    if mode == "compile":
+    if compiled:
         sensors, reward = ring.frame(done)
         xi = torch.randn(batch, MOTORS, device=device, generator=gen)
-        diff = max_difference(step(clone_state(state), consts, sensors, reward, xi),
-                              eager(clone_state(state), consts, sensors, reward, xi))
+        # Both copies before the compiled call: a graph replay may reuse the memory of `state`.
+        for_compiled, for_eager = clone_state(state), clone_state(state)
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        compiled_out = step(for_compiled, consts, sensors, reward, xi)
+        diff = max_difference(compiled_out, eager(for_eager, consts, sensors, reward, xi))
         row["compile_vs_eager_max_diff"] = diff
         if not diff <= COMPARE_TOL:
             problems.append(f"compiled cycle differs from eager by {diff} > {COMPARE_TOL}")
@@ -683,16 +719,17 @@ def measure(shape, batch, mode, args, device, deadline):
     return row
 
 
-TABLE_HEADER = (f"{'field':>8} {'shape':>12} {'batch':>6} {'mode':>8} {'ms/cycle':>12} {'robot-cycles/s':>16} "
+TABLE_HEADER = (f"{'field':>8} {'shape':>12} {'batch':>6} {'mode':>11} {'ms/cycle':>12} {'robot-cycles/s':>16} "
                 f"{'us/robot-cyc':>14} {'compile s':>10}  status")
 
 
 def print_row(row):
-    lead = f"{row['field']:>8} {SHAPES[row['field']].dims():>12} {row['batch']:>6} {row['mode']:>8}"
+    lead = f"{row['field']:>8} {SHAPES[row['field']].dims():>12} {row['batch']:>6} {row['mode']:>11}"
     if "ms_per_cycle" in row:
         compile_s = f"{row['compile_s']:.1f}" if "compile_s" in row else "-"
+        graphs = f" (CUDA graphs {row['cuda_graphs']})" if "cuda_graphs" in row else ""
         print(f"{lead} {row['ms_per_cycle']:>12.4f} {row['robot_cycles_per_s']:>16.1f} "
-              f"{row['us_per_robot_cycle']:>14.2f} {compile_s:>10}  {row['status']}", flush=True)
+              f"{row['us_per_robot_cycle']:>14.2f} {compile_s:>10}  {row['status']}{graphs}", flush=True)
     else:
         print(f"{lead} {'-':>12} {'-':>16} {'-':>14} {'-':>10}  {row['status']}", flush=True)
 
@@ -723,11 +760,9 @@ def main():
                     help="comma list of default, small (default: both)")
     ap.add_argument("--batch", "--batches", dest="batches", default=",".join(map(str, BATCH_SIZES)),
                     type=lambda t: parse_list(t, kind=int), help="comma list of batch sizes")
-    ap.add_argument("--modes", default=None, type=lambda t: parse_list(t, ("eager", "compile")),
-                    help="comma list of eager, compile (default: both on cuda, eager on cpu)")
-    ap.add_argument("--compile-mode", default="default",
-                    choices=("default", "max-autotune-no-cudagraphs"),
-                    help="torch.compile mode (default: Inductor's default, no CUDA graphs)")
+    ap.add_argument("--modes", default=None, type=lambda t: parse_list(t, ALL_MODES),
+                    help=f"comma list of {', '.join(ALL_MODES)} (default: {','.join(DEFAULT_CUDA_MODES)} on cuda, "
+                         "eager on cpu); see the header for what each is")
     ap.add_argument("--cycles", type=int, default=20, help="timed cycles per configuration (median)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed cycles before timing")
     ap.add_argument("--check-cycles", type=int, default=100, help="cycles before the bounds check")
@@ -745,7 +780,9 @@ def main():
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda, but torch sees no CUDA device (use --device cpu for the smoke test)")
-    modes = args.modes or (["eager", "compile"] if device.type == "cuda" else ["eager"])
+    modes = args.modes or (DEFAULT_CUDA_MODES if device.type == "cuda" else ["eager"])
+    if device.type != "cuda" and "compile-ro" in modes:
+        sys.exit("compile-ro (CUDA graphs) needs --device cuda")
     started = time.monotonic()
     deadline = started + args.deadline_s if args.deadline_s else None
     torch.set_float32_matmul_precision("highest")  # fp32: no TF32 in the imprint's matrix product
@@ -753,10 +790,9 @@ def main():
 
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"torch {torch.__version__} on {device_name}; fp32; {SENSORS} sensors, {MOTORS} motors; "
-          f"modes {', '.join(modes)}" + (f" (torch.compile mode: {args.compile_mode})" if "compile" in modes else ""),
-          flush=True)
+          f"modes {', '.join(modes)}", flush=True)
     report = {"device": device_name, "torch": torch.__version__, "dtype": "float32", "sensors": SENSORS,
-              "motors": MOTORS, "compile_mode": args.compile_mode, "warmup": args.warmup, "cycles": args.cycles,
+              "motors": MOTORS, "modes": modes, "warmup": args.warmup, "cycles": args.cycles,
               "timing": "median of per-cycle CUDA events" if device.type == "cuda" else "median of per-cycle clock",
               "checks": {}, "rows": []}
     failed = False
