@@ -9,7 +9,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus-cpp-dev
+  prometheus-cpp-dev libkissfft-dev
 )
 
 missing=()

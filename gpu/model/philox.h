@@ -33,7 +33,21 @@ FB_HD Philox4 philox4x32_10(Philox4 ctr, uint32_t k0, uint32_t k1) {
 FB_HD float uniform_open0(uint32_t bits) { return (float(bits >> 8) + 1.0f) * (1.0f / 16777216.0f); }
 
 // Separate streams of one seed, so no two uses of a robot's randomness ever overlap.
-enum class Domain : uint32_t { kMotorNoise = 0x6D6F746Fu, kField = 0x6669656Cu, kMixing = 0x6D697869u };
+enum class Domain : uint32_t {
+  kMotorNoise = 0x6D6F746Fu,
+  kField = 0x6669656Cu,
+  kMixing = 0x6D697869u,
+  kHrrVector = 0x68727276u,  // HRR vectors made from a seed (gpu/hrr/hrr_math.h)
+  kMemoryKeys = 0x6B657973u,  // a brain's context-key roles and base (gpu/model/memory_math.h)
+};
+
+// 32 uniform bits number (index, k) of `domain` for `seed`.
+FB_HD uint32_t uniform_bits(uint64_t seed, Domain domain, uint64_t index, uint32_t k) {
+  const Philox4 r = philox4x32_10(
+      Philox4{{uint32_t(index), uint32_t(index >> 32), k, uint32_t(domain)}},
+      uint32_t(seed), uint32_t(seed >> 32));
+  return r.v[0];
+}
 
 // Standard normal draw number (index, k) of `domain` for the robot seeded with `seed`
 // (Box-Muller on the first two words of one Philox block). Motor noise uses (cycle, motor).

@@ -1,0 +1,91 @@
+#include "gpu/hrr/hrr_checks.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace fieldbrain::hrr {
+
+absl::Status CheckConfig(const HrrConfig& c) {
+  if (c.dim < 2 || c.dim > kMaxDim || c.dim % 2 != 0)
+    return absl::InvalidArgumentError(absl::StrCat("dimension ", c.dim, " must be even and in 2..", kMaxDim));
+  if (c.capacity < 1) return absl::InvalidArgumentError(absl::StrCat("capacity ", c.capacity, " must be at least 1"));
+  if (c.max_batch < 1) return absl::InvalidArgumentError(absl::StrCat("max_batch ", c.max_batch, " must be at least 1"));
+  return absl::OkStatus();
+}
+
+absl::Status CheckStorage(const HrrStorage& storage, const HrrConfig& config) {
+  if (storage.data == nullptr) return absl::OkStatus();
+  if (storage.bytes < StorageBytes(config))
+    return absl::InvalidArgumentError(absl::StrCat("storage of ", storage.bytes, " bytes; the space needs ",
+                                                   StorageBytes(config)));
+  if (reinterpret_cast<uintptr_t>(storage.data) % 256 != 0)
+    return absl::InvalidArgumentError("storage must be 256-byte aligned");
+  return absl::OkStatus();
+}
+
+absl::Status CheckSlots(const char* what, std::span<const int32_t> slots, const HrrConfig& config) {
+  if (slots.size() > size_t(config.max_batch))
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", slots.size(), " entries; a call takes at most ", config.max_batch));
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i] < 0 || slots[i] >= config.capacity)
+      return absl::InvalidArgumentError(absl::StrCat(what, "[", i, "] = ", slots[i], " is not a slot (0..",
+                                                     config.capacity - 1, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCount(const char* what, size_t n, size_t expected) {
+  if (n == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " has ", n, " entries; expected ", expected));
+}
+
+absl::Status CheckFinite(const char* what, std::span<const float> values, int dim) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i]))
+      return absl::InvalidArgumentError(absl::StrCat(what, ": vector ", i / size_t(dim), ", element ", i % size_t(dim),
+                                                     " is not finite (", values[i], ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOffsets(std::span<const int32_t> offsets, size_t n_out, size_t n_terms) {
+  if (absl::Status s = CheckCount("offsets", offsets.size(), n_out + 1); !s.ok()) return s;
+  if (offsets[0] != 0) return absl::InvalidArgumentError(absl::StrCat("offsets[0] = ", offsets[0], "; must be 0"));
+  for (size_t g = 0; g < n_out; ++g) {
+    if (offsets[g + 1] < offsets[g])
+      return absl::InvalidArgumentError(
+          absl::StrCat("offsets[", g + 1, "] = ", offsets[g + 1], " is below offsets[", g, "] = ", offsets[g]));
+  }
+  if (size_t(offsets[n_out]) != n_terms)
+    return absl::InvalidArgumentError(
+        absl::StrCat("offsets[", n_out, "] = ", offsets[n_out], "; must equal the number of terms, ", n_terms));
+  return absl::OkStatus();
+}
+
+absl::Status CheckCleanup(int item_begin, int item_count, int k, size_t n_queries, size_t n_slots, size_t n_cosines,
+                          const HrrConfig& config) {
+  if (item_begin < 0 || item_count < 0 || int64_t(item_begin) + item_count > config.capacity)
+    return absl::InvalidArgumentError(absl::StrCat("items [", item_begin, ", ", int64_t(item_begin) + item_count,
+                                                   ") are not within the space's ", config.capacity, " slots"));
+  if (k < 1 || k > kMaxTopK)
+    return absl::InvalidArgumentError(absl::StrCat("k = ", k, " must be in 1..", kMaxTopK));
+  if (absl::Status s = CheckCount("top_slots", n_slots, n_queries * size_t(k)); !s.ok()) return s;
+  return CheckCount("top_cosines", n_cosines, n_queries * size_t(k));
+}
+
+absl::Status CheckUnary(std::span<const int32_t> out, std::span<const int32_t> a, const HrrConfig& config) {
+  if (absl::Status s = CheckSlots("out", out, config); !s.ok()) return s;
+  if (absl::Status s = CheckSlots("a", a, config); !s.ok()) return s;
+  return CheckCount("a", a.size(), out.size());
+}
+
+absl::Status CheckBinary(std::span<const int32_t> out, std::span<const int32_t> a, std::span<const int32_t> b,
+                         const HrrConfig& config) {
+  if (absl::Status s = CheckUnary(out, a, config); !s.ok()) return s;
+  if (absl::Status s = CheckSlots("b", b, config); !s.ok()) return s;
+  return CheckCount("b", b.size(), out.size());
+}
+
+}  // namespace fieldbrain::hrr

@@ -1,0 +1,34 @@
+// Argument checks shared by the HrrSpace backends, so both refuse the same calls with the same
+// words. Each returns INVALID_ARGUMENT naming the offending argument and element, or OK.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "absl/status/status.h"
+#include "gpu/hrr/hrr_space.h"
+
+namespace fieldbrain::hrr {
+
+absl::Status CheckConfig(const HrrConfig& config);
+// An empty storage, or one of at least StorageBytes(config) bytes, 256-byte aligned.
+absl::Status CheckStorage(const HrrStorage& storage, const HrrConfig& config);
+
+// Every entry of `slots` (named `what` in the message) is a slot of a space of `capacity`, and
+// there are at most max_batch of them.
+absl::Status CheckSlots(const char* what, std::span<const int32_t> slots, const HrrConfig& config);
+// `n` entries of `what`, as many as `expected`.
+absl::Status CheckCount(const char* what, size_t n, size_t expected);
+// Every value finite; the message names the first that is not (as vector i, element j of `dim`).
+absl::Status CheckFinite(const char* what, std::span<const float> values, int dim);
+// Superpose's groups: offsets ascend from 0 to n_terms, one more than the outputs.
+absl::Status CheckOffsets(std::span<const int32_t> offsets, size_t n_out, size_t n_terms);
+absl::Status CheckCleanup(int item_begin, int item_count, int k, size_t n_queries, size_t n_slots,
+                          size_t n_cosines, const HrrConfig& config);
+
+// The common checks of a unary or binary element-wise call: out, a (and b) slot lists of one length.
+absl::Status CheckUnary(std::span<const int32_t> out, std::span<const int32_t> a, const HrrConfig& config);
+absl::Status CheckBinary(std::span<const int32_t> out, std::span<const int32_t> a, std::span<const int32_t> b,
+                         const HrrConfig& config);
+
+}  // namespace fieldbrain::hrr

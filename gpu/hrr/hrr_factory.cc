@@ -1,0 +1,28 @@
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gpu/engine.h"
+#include "gpu/hrr/cpu/cpu_hrr_space.h"
+#include "gpu/hrr/hrr_space.h"
+#if FIELDBRAIN_HAVE_CUDA_HRR
+#include "gpu/hrr/cuda/cuda_hrr_space.h"
+#endif
+
+namespace fieldbrain::hrr {
+
+absl::StatusOr<std::unique_ptr<HrrSpace>> MakeHrrSpace(std::string_view backend, const HrrConfig& config,
+                                                       HrrStorage storage) {
+  if (backend == "auto") backend = CudaEngineAvailable() ? "cuda" : "cpu";
+  if (backend == "cpu") return cpu::MakeCpuHrrSpace(config, storage);
+  if (backend == "cuda") {
+#if FIELDBRAIN_HAVE_CUDA_HRR
+    if (!CudaEngineAvailable()) return absl::UnavailableError("no usable CUDA device");
+    return cuda::MakeCudaHrrSpace(config, storage);
+#else
+    return absl::UnavailableError("this build has no CUDA backend (nvcc was not found at build time)");
+#endif
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown HRR backend '", std::string(backend), "': use auto, cpu or cuda"));
+}
+
+}  // namespace fieldbrain::hrr

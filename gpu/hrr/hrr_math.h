@@ -1,0 +1,111 @@
+// Holographic reduced representations in the frequency domain: every per-element formula of the
+// HRR library (gpu/hrr) and of the brain's context keys (gpu/model/memory_math.h), once, for the
+// CPU and the CUDA backends alike.
+//
+// A real vector a of even dimension D is kept as its half spectrum A = FFT(a), bins k = 0..D/2
+// (unnormalised forward transform; a = IFFT(A) / D). Bins 0 and D/2 are real. Then
+//   bind(a, b) = a (*) b (circular convolution)      <->  A_k B_k
+//   unbind(c, a) = c (*) involution(a)               <->  C_k conj(A_k)
+//   <a, b> = (1/D) sum_k w_k Re(A_k conj(B_k))        with w_k = 1 at 0 and D/2, else 2 (Parseval)
+//   cyclic shift of a by s places                    <->  A_k exp(-2 pi i k s / D)
+// A Gaussian vector with entries N(0, 1/D) has bins with E|A_k|^2 = 1 (bins 0 and D/2 real
+// N(0, 1), the others with real and imaginary parts N(0, 1/2)); a unitary vector has |A_k| = 1,
+// and here bins 0 and D/2 equal +1, so fractional powers stay real there. Both have norm ~1.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "gpu/model/hd.h"
+#include "gpu/model/philox.h"
+
+namespace fieldbrain::hrr {
+
+struct Cf {
+  float re = 0.0f;
+  float im = 0.0f;
+};
+
+inline constexpr float kPi = 3.14159265358979f;
+
+FB_HD_CONST int Bins(int dim) { return dim / 2 + 1; }
+
+FB_HD Cf cmul(Cf a, Cf b) { return Cf{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
+// a * conj(b)
+FB_HD Cf cmul_conj(Cf a, Cf b) { return Cf{a.re * b.re + a.im * b.im, a.im * b.re - a.re * b.im}; }
+FB_HD Cf cscale(Cf a, float s) { return Cf{a.re * s, a.im * s}; }
+FB_HD Cf cadd(Cf a, Cf b) { return Cf{a.re + b.re, a.im + b.im}; }
+FB_HD float cabs2(Cf a) { return a.re * a.re + a.im * a.im; }
+
+// Bins below this squared magnitude count as zero for the exact inverse and the projection.
+inline constexpr float kTinyBin2 = 1e-24f;
+
+// 1 / A_k: the exact inverse, bin by bin (for a unitary vector it equals conj(A_k)). Meant for
+// unitary or near-unitary keys: on a Gaussian vector small bins blow up, which is why unbind
+// uses the involution. A zero bin stays zero.
+FB_HD Cf cinverse(Cf a) {
+  const float m2 = cabs2(a);
+  if (m2 < kTinyBin2) return Cf{};
+  const float inv = 1.0f / m2;
+  return Cf{a.re * inv, -a.im * inv};
+}
+
+// A_k / |A_k|: the nearest unitary vector's bin. A zero bin becomes 1; the real bins become +-1.
+FB_HD Cf cunit(Cf a) {
+  const float m2 = cabs2(a);
+  if (m2 < kTinyBin2) return Cf{1.0f, 0.0f};
+  const float inv = 1.0f / sqrtf(m2);
+  return Cf{a.re * inv, a.im * inv};
+}
+
+// Parseval weight of bin k of `bins` (even D): the real bins 0 and D/2 once, the others twice.
+FB_HD float parseval_weight(int k, int bins) { return (k == 0 || k == bins - 1) ? 1.0f : 2.0f; }
+
+// Bin k's share of D <a, b>: sum it over k and divide by D for the dot product.
+FB_HD float dot_term(Cf a, Cf b, int k, int bins) {
+  return parseval_weight(k, bins) * (a.re * b.re + a.im * b.im);
+}
+
+// exp(-2 pi i k s / D): bin k of a cyclic shift by s places. (k s) mod D is formed in integers,
+// so the angle keeps its precision for any shift.
+FB_HD Cf shift_phase(int k, int shift, int dim) {
+  int64_t m = (int64_t(k) * int64_t(shift)) % dim;
+  if (m < 0) m += dim;
+  const float angle = -2.0f * kPi * float(m) / float(dim);
+  return Cf{cosf(angle), sinf(angle)};
+}
+
+// A_k^v: magnitude to the power v, phase times v (principal phase in (-pi, pi]). Meant for
+// unitary bases, for which it is the fractional binding base^v; base^1 = base, base^0 = identity,
+// base^-1 = inverse. On a real bin with a negative value the result is |A|^v cos(pi v), its real
+// part (our unitary vectors have +1 there, so this does not arise for them).
+FB_HD Cf cpow(Cf a, float v, bool real_bin) {
+  const float m2 = cabs2(a);
+  if (m2 < kTinyBin2) return v == 0.0f ? Cf{1.0f, 0.0f} : Cf{};
+  const float mag = expf(0.5f * v * logf(m2));
+  if (real_bin) return Cf{a.re >= 0.0f ? mag : mag * cosf(kPi * v), 0.0f};
+  const float phase = v * atan2f(a.im, a.re);
+  return Cf{mag * cosf(phase), mag * sinf(phase)};
+}
+
+// Bin k of vector `index` of the Gaussian N(0, 1/D) stream of `seed`.
+FB_HD Cf gaussian_bin(uint64_t seed, uint64_t index, int k, int bins) {
+  using model::Domain;
+  if (k == 0 || k == bins - 1) return Cf{model::normal_draw(seed, Domain::kHrrVector, index, 2u * uint32_t(k)), 0.0f};
+  constexpr float kHalf = 0.70710678f;  // each part N(0, 1/2)
+  return Cf{kHalf * model::normal_draw(seed, Domain::kHrrVector, index, 2u * uint32_t(k)),
+            kHalf * model::normal_draw(seed, Domain::kHrrVector, index, 2u * uint32_t(k) + 1u)};
+}
+
+// A phase uniform in (-pi, pi] from 32 random bits.
+FB_HD float phase_of_bits(uint32_t bits) { return kPi * (2.0f * model::uniform_open0(bits) - 1.0f); }
+
+// Bin k of vector `index` of the unitary stream of `seed`: exp(i phi), phi uniform; +1 at the real
+// bins. (Its own Philox counters: word k of the stream, distinct from the Gaussian stream's.)
+FB_HD Cf unitary_bin(uint64_t seed, uint64_t index, int k, int bins) {
+  if (k == 0 || k == bins - 1) return Cf{1.0f, 0.0f};
+  const float phi = phase_of_bits(model::uniform_bits(seed, model::Domain::kHrrVector, index, 0x80000000u | uint32_t(k)));
+  return Cf{cosf(phi), sinf(phi)};
+}
+
+}  // namespace fieldbrain::hrr
