@@ -56,7 +56,9 @@ struct BrainSnapshot {
   RobotParams params;
   RobotState state;
   std::vector<float> field;    // shape.floats() values, F[c][x][y][z]
-  std::vector<float> pattern;  // shape.memory() * shape.coarse_voxels() values
+  std::vector<float> pattern;  // shape.memory() * shape.coarse_voxels() values: the recalled P
+  MemoryBank memory;           // the pattern memory's keys, valences, strengths
+  std::vector<float> memory_patterns;  // kMemoryEntries patterns like `pattern`, entry-major
 };
 
 class Engine {

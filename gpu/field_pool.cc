@@ -16,6 +16,8 @@ FieldPool::FieldPool(const FieldShape& shape, int capacity, int max_batch)
       max_batch_(max_batch),
       field_bytes_(AlignUp(shape.floats() * int64_t(sizeof(float)))),
       pattern_bytes_(AlignUp(int64_t(shape.memory()) * shape.coarse_voxels() * int64_t(sizeof(float)))),
+      memory_patterns_bytes_(
+          AlignUp(kMemoryEntries * int64_t(shape.memory()) * shape.coarse_voxels() * int64_t(sizeof(float)))),
       live_(capacity, 0),
       buffer_of_(capacity),
       spare_(max_batch),
@@ -24,7 +26,9 @@ FieldPool::FieldPool(const FieldShape& shape, int capacity, int max_batch)
   patterns_at_ = AlignUp(fields_at_ + int64_t(capacity + max_batch) * field_bytes_);
   params_at_ = AlignUp(patterns_at_ + int64_t(capacity) * pattern_bytes_);
   states_at_ = AlignUp(params_at_ + int64_t(capacity) * int64_t(sizeof(RobotParams)));
-  bytes_ = AlignUp(states_at_ + int64_t(capacity) * int64_t(sizeof(RobotState)));
+  memories_at_ = AlignUp(states_at_ + int64_t(capacity) * int64_t(sizeof(RobotState)));
+  memory_patterns_at_ = AlignUp(memories_at_ + int64_t(capacity) * int64_t(sizeof(MemoryBank)));
+  bytes_ = AlignUp(memory_patterns_at_ + int64_t(capacity) * memory_patterns_bytes_);
   for (int s = 0; s < capacity; ++s) buffer_of_[s] = s;
   for (int r = 0; r < max_batch; ++r) spare_[r] = capacity + r;
 }

@@ -1,7 +1,8 @@
 // FieldPool: where every robot's brain lives, and which slots are in use.
 //
 // One block, allocated once at start (host memory for the CPU engine, device memory for the CUDA
-// engine), holds all field buffers, coarse memory patterns, RobotParams and RobotStates. The pool
+// engine), holds all field buffers, recalled patterns, RobotParams, RobotStates, MemoryBanks and
+// the memory entries' stored patterns. The pool
 // only lays the block out and does the bookkeeping; the engines own the memory.
 //
 // A cycle reads a robot's field and writes a new one. Instead of two buffers per robot the pool
@@ -35,8 +36,13 @@ class FieldPool {
   int64_t pattern_offset(int slot) const { return patterns_at_ + slot * pattern_bytes_; }
   int64_t params_offset(int slot) const { return params_at_ + slot * int64_t(sizeof(RobotParams)); }
   int64_t state_offset(int slot) const { return states_at_ + slot * int64_t(sizeof(RobotState)); }
+  int64_t memory_offset(int slot) const { return memories_at_ + slot * int64_t(sizeof(MemoryBank)); }
+  // The slot's kMemoryEntries stored patterns, each pattern_floats() values.
+  int64_t memory_patterns_offset(int slot) const { return memory_patterns_at_ + slot * memory_patterns_bytes_; }
   int64_t field_bytes() const { return field_bytes_; }
   int64_t pattern_bytes() const { return pattern_bytes_; }
+  int64_t pattern_floats() const { return int64_t(shape_.memory()) * shape_.coarse_voxels(); }
+  int64_t memory_patterns_bytes() const { return memory_patterns_bytes_; }
 
   // Lowest free slot; RESOURCE_EXHAUSTED when none is free.
   absl::StatusOr<int> Acquire();
@@ -56,8 +62,8 @@ class FieldPool {
  private:
   FieldShape shape_;
   int capacity_, max_batch_;
-  int64_t field_bytes_, pattern_bytes_;
-  int64_t fields_at_, patterns_at_, params_at_, states_at_, bytes_;
+  int64_t field_bytes_, pattern_bytes_, memory_patterns_bytes_;
+  int64_t fields_at_, patterns_at_, params_at_, states_at_, memories_at_, memory_patterns_at_, bytes_;
   int active_ = 0;
   std::vector<uint8_t> live_;
   std::vector<int> buffer_of_;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpu/model/field_math.h"
+#include "gpu/model/memory_math.h"
 #include "gpu/model/philox.h"
 
 namespace fieldbrain {
@@ -30,7 +31,9 @@ absl::StatusOr<RobotParams> MakeRobotParams(const BrainSpec& spec, const FieldSh
     }
     const float inv = float(1.0 / std::sqrt(norm2));
     for (int c = 0; c < content; ++c) p.mix[i][c] *= inv;
+    for (int k = 0; k < kKeyBins; ++k) p.key_role_phase[i][k] = model::key_role_phase(spec.seed, i, k);
   }
+  for (int k = 0; k < kKeyBins; ++k) p.key_base_phase[k] = model::key_base_phase(spec.seed, k);
   return p;
 }
 
@@ -39,9 +42,10 @@ absl::Status CheckSnapshot(const BrainSnapshot& s, const FieldShape& shape) {
     return absl::InvalidArgumentError(absl::StrCat(
         "snapshot field is ", s.shape.channels, "x", s.shape.nx, "x", s.shape.ny, "x", s.shape.nz,
         ", this engine's is ", shape.channels, "x", shape.nx, "x", shape.ny, "x", shape.nz));
-  if (int64_t(s.field.size()) != shape.floats() ||
-      int64_t(s.pattern.size()) != int64_t(shape.memory()) * shape.coarse_voxels())
-    return absl::InvalidArgumentError("snapshot field or pattern has the wrong number of values");
+  const int64_t pattern_floats = int64_t(shape.memory()) * shape.coarse_voxels();
+  if (int64_t(s.field.size()) != shape.floats() || int64_t(s.pattern.size()) != pattern_floats ||
+      int64_t(s.memory_patterns.size()) != kMemoryEntries * pattern_floats)
+    return absl::InvalidArgumentError("snapshot field, pattern or memory patterns have the wrong number of values");
   if (s.params.sensor_count < 1 || s.params.sensor_count > kMaxSensors || s.params.motor_count < 1 ||
       s.params.motor_count > kMaxMotors)
     return absl::InvalidArgumentError("snapshot sensor or motor count out of range");

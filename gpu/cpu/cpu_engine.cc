@@ -85,6 +85,8 @@ class CpuEngine final : public Engine {
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) field[i] = model::initial_field_value(spec.seed, shape, i);
     std::memset(Pattern(*slot), 0, pool_.pattern_bytes());
+    *Memory(*slot) = MemoryBank{};
+    std::memset(MemoryPatterns(*slot), 0, size_t(pool_.memory_patterns_bytes()));
     return *slot;
   }
 
@@ -105,6 +107,14 @@ class CpuEngine final : public Engine {
 
     for (int r = 0; r < n; ++r)
       explore_[r] = OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, &errors_[size_t(r) * kMaxSensors]);
+
+    const auto tm = std::chrono::steady_clock::now();
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int r = 0; r < n; ++r) {
+      const int slot = rows[r].slot;
+      MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Field(pool_.current_buffer(slot)),
+                 config_.shape, rows[r].sensors, rows[r].reward, Pattern(slot));
+    }
 
     const auto t1 = std::chrono::steady_clock::now();
     const int nx = config_.shape.nx;
@@ -134,7 +144,8 @@ class CpuEngine final : public Engine {
                  &errors_[size_t(r) * kMaxSensors], explore_[r], rows[r].reward, outputs_[r]);
     }
     if (sink_) {
-      sink_->RecordStage(Stage::kPredict, std::chrono::duration<double>(t1 - t0).count(), n);
+      sink_->RecordStage(Stage::kPredict, std::chrono::duration<double>(tm - t0).count(), n);
+      sink_->RecordStage(Stage::kMemory, std::chrono::duration<double>(t1 - tm).count(), n);
       sink_->RecordStage(Stage::kEvolve, std::chrono::duration<double>(t2 - t1).count(), n);
       sink_->RecordStage(Stage::kMotor, SecondsSince(t2), n);
     }
@@ -151,7 +162,10 @@ class CpuEngine final : public Engine {
     const float* field = Field(pool_.current_buffer(slot));
     s.field.assign(field, field + config_.shape.floats());
     const float* pattern = Pattern(slot);
-    s.pattern.assign(pattern, pattern + size_t(config_.shape.memory()) * config_.shape.coarse_voxels());
+    s.pattern.assign(pattern, pattern + size_t(pool_.pattern_floats()));
+    s.memory = *Memory(slot);
+    const float* stored = MemoryPatterns(slot);
+    s.memory_patterns.assign(stored, stored + size_t(kMemoryEntries * pool_.pattern_floats()));
     return s;
   }
 
@@ -162,6 +176,8 @@ class CpuEngine final : public Engine {
     *State(slot) = s.state;
     std::memcpy(Field(pool_.current_buffer(slot)), s.field.data(), s.field.size() * sizeof(float));
     std::memcpy(Pattern(slot), s.pattern.data(), s.pattern.size() * sizeof(float));
+    *Memory(slot) = s.memory;
+    std::memcpy(MemoryPatterns(slot), s.memory_patterns.data(), s.memory_patterns.size() * sizeof(float));
     return absl::OkStatus();
   }
 
@@ -177,6 +193,10 @@ class CpuEngine final : public Engine {
   float* Pattern(int slot) { return reinterpret_cast<float*>(block_.get() + pool_.pattern_offset(slot)); }
   RobotParams* Params(int slot) { return reinterpret_cast<RobotParams*>(block_.get() + pool_.params_offset(slot)); }
   RobotState* State(int slot) { return reinterpret_cast<RobotState*>(block_.get() + pool_.state_offset(slot)); }
+  MemoryBank* Memory(int slot) { return reinterpret_cast<MemoryBank*>(block_.get() + pool_.memory_offset(slot)); }
+  float* MemoryPatterns(int slot) {
+    return reinterpret_cast<float*>(block_.get() + pool_.memory_patterns_offset(slot));
+  }
 
   EngineConfig config_;
   FieldPool pool_;

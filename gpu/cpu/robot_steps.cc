@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "gpu/model/memory_math.h"
 #include "gpu/model/philox.h"
 #include "gpu/model/robot_cycle.h"
 
@@ -9,6 +10,60 @@ namespace fieldbrain::cpu {
 
 float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float* errors) {
   return model::open_cycle(params, state, sensors, errors);
+}
+
+namespace {
+
+// cos(key, bank.key[j]) for every entry (0 for unused ones): keys are unit vectors.
+void KeyCosines(const hrr::Cf* key, const MemoryBank& bank, float* cos) {
+  for (int j = 0; j < kMemoryEntries; ++j) {
+    float dot = 0.0f;
+    if (bank.used[j])
+      for (int k = 0; k < kKeyBins; ++k) dot += model::key_dot_term(key[k], model::key_at(bank.key[j], k), k);
+    cos[j] = model::key_cosine(dot);
+  }
+}
+
+}  // namespace
+
+void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, float* memory_patterns,
+                const float* field, const FieldShape& shape, const float* sensors, float reward, float* slot_pattern) {
+  const int64_t pattern_floats = int64_t(shape.memory()) * shape.coarse_voxels();
+  float cos[kMemoryEntries];
+  hrr::Cf key[kKeyBins];
+
+  state.memory_written = -1;
+  if (const float valence = model::memory_write_valence(state, reward); valence != 0.0f) {
+    for (int k = 0; k < kKeyBins; ++k) key[k] = model::key_at(state.key_prev, k);
+    KeyCosines(key, bank, cos);
+    const int entry = model::memory_pick_entry(bank, cos);
+    model::memory_note_write(bank, state, entry, valence);
+    for (int k = 0; k < kKeyBins; ++k) {
+      bank.key[entry][k][0] = state.key_prev[k][0];
+      bank.key[entry][k][1] = state.key_prev[k][1];
+    }
+    float* pattern = memory_patterns + entry * pattern_floats;
+    const int cells = shape.coarse_voxels();
+    for (int j = 0; j < shape.memory(); ++j)
+      for (int cell = 0; cell < cells; ++cell) pattern[j * cells + cell] = model::coarse_memory_value(field, shape, j, cell);
+  }
+
+  float dot = 0.0f;
+  for (int k = 0; k < kKeyBins; ++k) {
+    key[k] = model::key_bin(params, sensors, k);
+    dot += model::key_dot_term(key[k], key[k], k);
+  }
+  const float inv = model::key_inverse_norm(dot);
+  for (int k = 0; k < kKeyBins; ++k) key[k] = hrr::cscale(key[k], inv);
+  KeyCosines(key, bank, cos);
+  model::memory_recall(bank, cos, state);
+  if (state.pattern_active)
+    for (int64_t at = 0; at < pattern_floats; ++at)
+      slot_pattern[at] = model::recalled_pattern_value(bank, state, memory_patterns, pattern_floats, at);
+  for (int k = 0; k < kKeyBins; ++k) {
+    state.key_prev[k][0] = key[k].re;
+    state.key_prev[k][1] = key[k].im;
+  }
 }
 
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,

@@ -12,6 +12,13 @@ namespace fieldbrain::cpu {
 // values) and returns the exploration x for this cycle.
 float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float* errors);
 
+// The pattern memory (gpu/model/memory_math.h), between step 1 and the field pass: the write of
+// last cycle's context when this frame's reward or error calls for one (pattern from `field`,
+// F_t), this frame's context key, the recall, and the recalled pattern P into `slot_pattern` for
+// the field pass to sample. `memory_patterns` holds the entries' stored patterns.
+void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, float* memory_patterns,
+                const float* field, const FieldShape& shape, const float* sensors, float reward, float* slot_pattern);
+
 // Steps 4-6 from the new field's summary: features phi_t, motors with exploration noise,
 // reward learning of Wm, prediction learning of Wp and the next prediction. Fills `out` and
 // advances the cycle count.

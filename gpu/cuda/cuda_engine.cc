@@ -37,8 +37,9 @@ constexpr int kMaxGridZ = 65535;  // batch rows are the evolve grid's z dimensio
 #endif
 
 // Event i is recorded before stage i; stage i runs between events i and i + 1.
-constexpr int kEvents = 4;
-constexpr std::array<Stage, kEvents - 1> kEventStages = {Stage::kPredict, Stage::kEvolve, Stage::kMotor};
+constexpr int kEvents = 5;
+constexpr std::array<Stage, kEvents - 1> kEventStages = {Stage::kPredict, Stage::kMemory, Stage::kEvolve,
+                                                         Stage::kMotor};
 
 absl::Status CheckConfig(const EngineConfig& c) {
   if (!c.shape.valid())
@@ -99,6 +100,8 @@ class CudaEngine final : public Engine {
   float* Pattern(int slot) const { return pool_mem_.at<float>(pool_.pattern_offset(slot)); }
   RobotParams* Params(int slot) const { return pool_mem_.at<RobotParams>(pool_.params_offset(slot)); }
   RobotState* State(int slot) const { return pool_mem_.at<RobotState>(pool_.state_offset(slot)); }
+  MemoryBank* Memory(int slot) const { return pool_mem_.at<MemoryBank>(pool_.memory_offset(slot)); }
+  float* MemoryPatterns(int slot) const { return pool_mem_.at<float>(pool_.memory_patterns_offset(slot)); }
   int64_t PatternFloats() const { return int64_t(config_.shape.memory()) * config_.shape.coarse_voxels(); }
 
   EngineConfig config_;
@@ -164,6 +167,9 @@ absl::Status CudaEngine::Init() {
   args_.states = State(0);
   args_.patterns = Pattern(0);
   args_.pattern_stride = pool_.pattern_bytes() / int64_t(sizeof(float));
+  args_.banks = Memory(0);
+  args_.memory_patterns = MemoryPatterns(0);
+  args_.memory_patterns_stride = pool_.memory_patterns_bytes() / int64_t(sizeof(float));
   args_.errors = workspace_.at<float>(layout_.ws_errors_at);
   args_.explore = workspace_.at<float>(layout_.ws_explore_at);
   args_.partials = workspace_.at<float>(layout_.ws_partials_at);
@@ -199,10 +205,12 @@ absl::Status CudaEngine::EnqueueCycle(int grid_rows, int copy_rows, bool timed, 
   if (timed) FB_RETURN_IF_ERROR(RecordEvent(0, capturing));
   FB_CUDA_CHECK(LaunchOpenCycle(args_, grid_rows, s));
   if (timed) FB_RETURN_IF_ERROR(RecordEvent(1, capturing));
-  FB_CUDA_CHECK(LaunchEvolve(args_, grid_rows, s));
+  FB_CUDA_CHECK(LaunchMemory(args_, grid_rows, s));
   if (timed) FB_RETURN_IF_ERROR(RecordEvent(2, capturing));
-  FB_CUDA_CHECK(LaunchCloseCycle(args_, grid_rows, s));
+  FB_CUDA_CHECK(LaunchEvolve(args_, grid_rows, s));
   if (timed) FB_RETURN_IF_ERROR(RecordEvent(3, capturing));
+  FB_CUDA_CHECK(LaunchCloseCycle(args_, grid_rows, s));
+  if (timed) FB_RETURN_IF_ERROR(RecordEvent(4, capturing));
   FB_CUDA_CHECK(CopyAsync(counters, pinned_.at<std::byte>(layout_.pinned_outputs_at),
                           workspace_.at<std::byte>(layout_.ws_outputs_at),
                           size_t(layout_.output_copy_bytes(copy_rows)), cudaMemcpyDeviceToHost, s));
@@ -267,6 +275,8 @@ absl::Status CudaEngine::InitBrain(int slot, const RobotParams& params, uint64_t
   FB_CUDA_CHECK(CopyAsync(counters_, State(slot), state.get(), sizeof(RobotState), cudaMemcpyHostToDevice, s));
   FB_CUDA_CHECK(LaunchInitField(Field(pool_.current_buffer(slot)), config_.shape, seed, s));
   FB_CUDA_CHECK(cudaMemsetAsync(Pattern(slot), 0, size_t(pool_.pattern_bytes()), s));
+  FB_CUDA_CHECK(cudaMemsetAsync(Memory(slot), 0, sizeof(MemoryBank), s));  // MemoryBank{} is all zeros
+  FB_CUDA_CHECK(cudaMemsetAsync(MemoryPatterns(slot), 0, size_t(pool_.memory_patterns_bytes()), s));
   FB_CUDA_CHECK(cudaStreamSynchronize(s));  // before `params` and `state` go away
   return absl::OkStatus();
 }
@@ -303,6 +313,7 @@ absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
   snap.shape = config_.shape;
   snap.field.resize(size_t(config_.shape.floats()));
   snap.pattern.resize(size_t(PatternFloats()));
+  snap.memory_patterns.resize(size_t(kMemoryEntries * PatternFloats()));
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(CopyAsync(counters_, snap.field.data(), Field(pool_.current_buffer(slot)),
                           snap.field.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
@@ -310,6 +321,9 @@ absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
                           cudaMemcpyDeviceToHost, s));
   FB_CUDA_CHECK(CopyAsync(counters_, &snap.params, Params(slot), sizeof(RobotParams), cudaMemcpyDeviceToHost, s));
   FB_CUDA_CHECK(CopyAsync(counters_, &snap.state, State(slot), sizeof(RobotState), cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, &snap.memory, Memory(slot), sizeof(MemoryBank), cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, snap.memory_patterns.data(), MemoryPatterns(slot),
+                          snap.memory_patterns.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
   FB_CUDA_CHECK(cudaStreamSynchronize(s));
   return snap;
 }
@@ -325,6 +339,9 @@ absl::Status CudaEngine::Restore(int slot, const BrainSnapshot& snap) {
                           snap.field.size() * sizeof(float), cudaMemcpyHostToDevice, s));
   FB_CUDA_CHECK(CopyAsync(counters_, Pattern(slot), snap.pattern.data(), snap.pattern.size() * sizeof(float),
                           cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, Memory(slot), &snap.memory, sizeof(MemoryBank), cudaMemcpyHostToDevice, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, MemoryPatterns(slot), snap.memory_patterns.data(),
+                          snap.memory_patterns.size() * sizeof(float), cudaMemcpyHostToDevice, s));
   FB_CUDA_CHECK(cudaStreamSynchronize(s));
   return absl::OkStatus();
 }

@@ -29,8 +29,11 @@ struct CycleArgs {
   std::byte* pool = nullptr;
   const RobotParams* params = nullptr;
   RobotState* states = nullptr;
-  const float* patterns = nullptr;
+  float* patterns = nullptr;   // the recalled P per slot (written by the memory kernels)
   int64_t pattern_stride = 0;  // floats between two slots' patterns
+  MemoryBank* banks = nullptr;
+  float* memory_patterns = nullptr;     // the memory entries' stored patterns per slot
+  int64_t memory_patterns_stride = 0;   // floats between two slots' stored patterns
   // Workspace.
   float* errors = nullptr;     // [row][kMaxSensors]: e = s - p
   float* explore = nullptr;    // [row]: exploration x
@@ -40,6 +43,8 @@ struct CycleArgs {
 
 // Step 1 (open_cycle_kernel.cu): errors, confidence, exploration; one thread per row.
 cudaError_t LaunchOpenCycle(const CycleArgs& args, int rows, cudaStream_t stream);
+// The pattern memory (memory_kernels.cu): write, key, recall, recalled pattern P.
+cudaError_t LaunchMemory(const CycleArgs& args, int rows, cudaStream_t stream);
 // Steps 2-3 and the block partials of step 4's reduction (evolve_kernel.cu).
 cudaError_t LaunchEvolve(const CycleArgs& args, int rows, cudaStream_t stream);
 // Lets the evolve kernel use tile.smem_bytes of dynamic shared memory. The attribute belongs to

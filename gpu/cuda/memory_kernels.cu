@@ -1,0 +1,125 @@
+// The pattern memory between step 1 and the evolve pass (gpu/model/memory_math.h has every rule;
+// the CPU engine's MemoryStep in gpu/cpu/robot_steps.cc is the reference order):
+//   MemoryKeyKernel      one block per row: the write decision and the written entry's key and
+//                        bookkeeping, this frame's context key, the recall.
+//   MemoryPatternKernel  one block per (memory channel, row): the written entry's coarse pattern
+//                        pooled from F_t, then the recalled pattern P for the evolve pass.
+// Sums are warp and block trees (device_reduce.cuh), so they differ from the CPU's sequential
+// sums by rounding only.
+#include "gpu/cuda/device_reduce.cuh"
+#include "gpu/cuda/launch.h"
+#include "gpu/model/memory_math.h"
+
+namespace fieldbrain::cuda {
+namespace {
+
+constexpr int kMemoryThreads = 128;
+constexpr int kMemoryWarps = kMemoryThreads / kWarp;
+
+// cos[j] <- cos(key, bank.key[j]) for every entry (0 for unused ones); a warp per entry.
+__device__ void EntryCosines(const float (*key)[2], const MemoryBank& bank, float* cos) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  for (int j = warp; j < kMemoryEntries; j += kMemoryWarps) {
+    float part = 0.0f;
+    if (bank.used[j])
+      for (int k = lane; k < kKeyBins; k += kWarp)
+        part += model::key_dot_term(model::key_at(key, k), model::key_at(bank.key[j], k), k);
+    const float dot = WarpSum(part);
+    if (lane == 0) cos[j] = model::key_cosine(dot);
+  }
+}
+
+__global__ void __launch_bounds__(kMemoryThreads) MemoryKeyKernel(const CycleArgs a) {
+  const int row = blockIdx.x;
+  if (row >= *a.count) return;
+  const BatchInputRow& in = a.rows[row];
+  const RobotParams& p = a.params[in.slot];
+  RobotState& st = a.states[in.slot];
+  MemoryBank& bank = a.banks[in.slot];
+  __shared__ float key[kKeyBins][2];
+  __shared__ float cos[kMemoryEntries];
+  __shared__ float scratch[kMemoryWarps];
+  __shared__ float valence;
+  __shared__ int entry;
+  const int t = threadIdx.x;
+
+  if (t == 0) {
+    st.memory_written = -1;
+    valence = model::memory_write_valence(st, in.reward);
+  }
+  __syncthreads();
+  if (valence != 0.0f) {  // block-uniform
+    for (int k = t; k < kKeyBins; k += kMemoryThreads) {
+      key[k][0] = st.key_prev[k][0];
+      key[k][1] = st.key_prev[k][1];
+    }
+    __syncthreads();
+    EntryCosines(key, bank, cos);
+    __syncthreads();
+    if (t == 0) {
+      entry = model::memory_pick_entry(bank, cos);
+      model::memory_note_write(bank, st, entry, valence);
+    }
+    __syncthreads();
+    for (int k = t; k < kKeyBins; k += kMemoryThreads) {
+      bank.key[entry][k][0] = key[k][0];
+      bank.key[entry][k][1] = key[k][1];
+    }
+    __syncthreads();
+  }
+
+  float part = 0.0f;
+  for (int k = t; k < kKeyBins; k += kMemoryThreads) {
+    const hrr::Cf q = model::key_bin(p, in.sensors, k);
+    key[k][0] = q.re;
+    key[k][1] = q.im;
+    part += model::key_dot_term(q, q, k);
+  }
+  const float inv = model::key_inverse_norm(BlockSum<kMemoryThreads>(part, scratch));
+  for (int k = t; k < kKeyBins; k += kMemoryThreads) {
+    key[k][0] *= inv;
+    key[k][1] *= inv;
+    st.key_prev[k][0] = key[k][0];
+    st.key_prev[k][1] = key[k][1];
+  }
+  __syncthreads();
+  EntryCosines(key, bank, cos);
+  __syncthreads();
+  if (t == 0) model::memory_recall(bank, cos, st);
+}
+
+__global__ void __launch_bounds__(kMemoryThreads) MemoryPatternKernel(const CycleArgs a) {
+  const int row = blockIdx.y;
+  if (row >= *a.count) return;
+  const int slot = a.rows[row].slot;
+  const RobotState& st = a.states[slot];
+  const MemoryBank& bank = a.banks[slot];
+  const FieldShape sh = a.shape;
+  const int j = blockIdx.x;
+  const int cells = sh.coarse_voxels();
+  const int64_t pattern_floats = int64_t(sh.memory()) * cells;
+  float* stored = a.memory_patterns + int64_t(slot) * a.memory_patterns_stride;
+  // Each thread writes, then reads back, only its own cells: no barrier needed between the two.
+  if (st.memory_written >= 0) {
+    const float* field = reinterpret_cast<const float*>(a.pool + a.field_in[row]);
+    float* dst = stored + st.memory_written * pattern_floats + int64_t(j) * cells;
+    for (int cell = threadIdx.x; cell < cells; cell += kMemoryThreads)
+      dst[cell] = model::coarse_memory_value(field, sh, j, cell);
+  }
+  if (!st.pattern_active) return;
+  float* recalled = a.patterns + int64_t(slot) * a.pattern_stride + int64_t(j) * cells;
+  for (int cell = threadIdx.x; cell < cells; cell += kMemoryThreads)
+    recalled[cell] = model::recalled_pattern_value(bank, st, stored, pattern_floats, int64_t(j) * cells + cell);
+}
+
+}  // namespace
+
+cudaError_t LaunchMemory(const CycleArgs& args, int rows, cudaStream_t stream) {
+  MemoryKeyKernel<<<unsigned(rows), kMemoryThreads, 0, stream>>>(args);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const dim3 grid(unsigned(args.shape.memory()), unsigned(rows));
+  MemoryPatternKernel<<<grid, kMemoryThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace fieldbrain::cuda
