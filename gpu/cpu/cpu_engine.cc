@@ -50,6 +50,7 @@ class CpuEngine final : public Engine {
         errors_(size_t(config.max_batch) * kMaxSensors),
         explore_(config.max_batch),
         partials_(size_t(config.max_batch) * config.shape.nx),
+        pattern_z_(size_t(config.max_batch) * size_t(PatternZFloats(config.shape))),
         device_(CpuModelName()) {
     scratch_.reserve(threads_);
     for (int t = 0; t < threads_; ++t) scratch_.push_back(std::make_unique<SlabScratch>(config.shape));
@@ -114,6 +115,7 @@ class CpuEngine final : public Engine {
       const int slot = rows[r].slot;
       MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Field(pool_.current_buffer(slot)),
                  config_.shape, rows[r].sensors, rows[r].reward, Pattern(slot));
+      if (State(slot)->pattern_active) UpsamplePatternZ(Pattern(slot), config_.shape, PatternZ(r));
     }
 
     const auto t1 = std::chrono::steady_clock::now();
@@ -128,7 +130,7 @@ class CpuEngine final : public Engine {
                          rows[r].sensors,
                          &errors_[size_t(r) * kMaxSensors],
                          Field(pool_.current_buffer(slot)),
-                         Pattern(slot),
+                         PatternZ(r),
                          State(slot)->pattern_active != 0,
                          Field(pool_.spare_buffer(r))};
       EvolveSlab(slab, x, *scratch_[omp_get_thread_num()], partials_[size_t(job)]);
@@ -193,6 +195,7 @@ class CpuEngine final : public Engine {
   float* Pattern(int slot) { return reinterpret_cast<float*>(block_.get() + pool_.pattern_offset(slot)); }
   RobotParams* Params(int slot) { return reinterpret_cast<RobotParams*>(block_.get() + pool_.params_offset(slot)); }
   RobotState* State(int slot) { return reinterpret_cast<RobotState*>(block_.get() + pool_.state_offset(slot)); }
+  float* PatternZ(int row) { return pattern_z_.data() + size_t(row) * size_t(PatternZFloats(config_.shape)); }
   MemoryBank* Memory(int slot) { return reinterpret_cast<MemoryBank*>(block_.get() + pool_.memory_offset(slot)); }
   float* MemoryPatterns(int slot) {
     return reinterpret_cast<float*>(block_.get() + pool_.memory_patterns_offset(slot));
@@ -207,6 +210,7 @@ class CpuEngine final : public Engine {
   std::vector<float> errors_;
   std::vector<float> explore_;
   std::vector<model::FieldSummary> partials_;
+  std::vector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
   std::string device_;
   StageTimingSink* sink_ = nullptr;

@@ -85,6 +85,16 @@ void MemoryRow(const float* __restrict core, const float* __restrict group_mean,
   for (int z = 0; z < Z; ++z) dst[z] = model::memory_next(core[z], group_mean[z], 0.0f);
 }
 
+// out[z] = lerp(a[z], b[z], w): the x and y lerps of pattern_sample over a run of values.
+void LerpRun(const float* __restrict a, const float* __restrict b, float w, float* __restrict out, int n) {
+  for (int i = 0; i < n; ++i) out[i] = model::pattern_lerp(a[i], b[i], w);
+}
+
+void MemoryRowWithPattern(const float* __restrict core, const float* __restrict group_mean,
+                          const float* __restrict pattern, float* __restrict dst, int Z) {
+  for (int z = 0; z < Z; ++z) dst[z] = model::memory_next(core[z], group_mean[z], pattern[z]);
+}
+
 // One dynamics channel of quarter Q over a slab; Q is a template argument so the quarter's
 // branch folds away and the loop vectorises.
 template <int Q>
@@ -104,8 +114,20 @@ SlabScratch::SlabScratch(const FieldShape& shape)
       row_(shape.nz),
       padded_(size_t(shape.ny + 2) * (shape.nz + 2)),
       imprint_(shape.nz),
+      pattern_x_(size_t(shape.memory()) * (shape.ny / 4) * shape.nz),
+      pattern_row_(shape.nz),
       near_(size_t(shape.ny) * kMaxNear),
       near_count_(shape.ny) {}
+
+void UpsamplePatternZ(const float* coarse, const FieldShape& sh, float* out) {
+  const int cx = sh.nx / 4, cy = sh.ny / 4, Z = sh.nz;
+  for (int j = 0; j < sh.memory(); ++j) {
+    const float* channel = coarse + size_t(j) * sh.coarse_voxels();
+    for (int i = 0; i < cx; ++i)
+      for (int k = 0; k < cy; ++k)
+        for (int z = 0; z < Z; ++z) *out++ = model::pattern_z(channel, sh, i, k, model::pattern_axis(z, sh.nz / 4));
+  }
+}
 
 void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial) {
   using namespace model;
@@ -140,6 +162,17 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
       if (std::abs(p.site[i][0] - x) <= kImprintRadius && std::abs(p.site[i][1] - y) <= kImprintRadius)
         s.near_[size_t(y) * kMaxNear + n++] = i;
     s.near_count_[y] = n;
+  }
+
+  // The recalled pattern at this slab's x, per memory channel: pattern_sample's x lerp of the
+  // z-upsampled columns.
+  if (job.pattern_active) {
+    const PatternAxis ax = pattern_axis(x, sh.nx / 4);
+    const int cy = Y / 4, plane = cy * Z;
+    for (int j = 0; j < memory; ++j) {
+      const float* pz = job.pattern_z + size_t(j) * (sh.nx / 4) * plane;
+      LerpRun(pz + ax.i0 * plane, pz + ax.i1 * plane, ax.w, s.pattern_x_.data() + size_t(j) * plane, plane);
+    }
   }
 
   // Content and memory channels.
@@ -181,8 +214,12 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
         const int j = ch - content;
         const float* gm = s.plane(kGroupMean + j % kContentGroups) + o;
         if (job.pattern_active) {
-          const float* pat = job.pattern + size_t(j) * sh.coarse_voxels();
-          for (int z = 0; z < Z; ++z) dst[z] = memory_next(core[z], gm[z], pattern_sample(pat, sh, x, y, z));
+          // pattern_sample along the row: the y lerp of this slab's two nearest coarse rows.
+          const float* px = s.pattern_x_.data() + size_t(j) * (Y / 4) * Z;
+          const PatternAxis ay = pattern_axis(y, Y / 4);
+          float* row = s.pattern_row_.data();
+          LerpRun(px + ay.i0 * Z, px + ay.i1 * Z, ay.w, row, Z);
+          MemoryRowWithPattern(core, gm, row, dst, Z);
         } else {
           MemoryRow(core, gm, dst, Z);
         }

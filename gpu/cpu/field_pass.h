@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "gpu/model/field_math.h"
 #include "gpu/model/readout.h"
 #include "gpu/model/robot_state.h"
 
@@ -17,8 +18,8 @@ struct SlabJob {
   const float* sensors;  // s, sensor_count values
   const float* errors;   // e = s - p
   const float* field_in;
-  const float* pattern;  // coarse memory pattern, memory() x coarse_voxels()
-  bool pattern_active;   // false: the pattern is all zero and its term is skipped
+  const float* pattern_z;  // the recalled pattern upsampled along z (UpsamplePatternZ)
+  bool pattern_active;     // false: the pattern is all zero and its term is skipped
   float* field_out;
 };
 
@@ -35,10 +36,18 @@ class SlabScratch {
   std::vector<float> row_;     // core values of one row
   std::vector<float> padded_;  // one channel's slab with replicated borders
   std::vector<float> imprint_; // imprint of one row
+  std::vector<float> pattern_x_;  // the recalled pattern at this slab's x: [memory][ny/4][nz]
+  std::vector<float> pattern_row_;  // ... at one row's y
   std::vector<int> near_;      // sensors near each column of the slab
   std::vector<int> near_count_;
 };
 
 void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
+
+// Floats UpsamplePatternZ writes: memory() x (nx/4) x (ny/4) x nz.
+inline int64_t PatternZFloats(const FieldShape& s) { return int64_t(s.memory()) * (s.nx / 4) * (s.ny / 4) * s.nz; }
+// The first lerp of model::pattern_sample, once per cycle: every coarse (x, y) column of the
+// recalled pattern `coarse` interpolated to every fine z.
+void UpsamplePatternZ(const float* coarse, const FieldShape& shape, float* out);
 
 }  // namespace fieldbrain::cpu

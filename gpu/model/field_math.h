@@ -120,30 +120,36 @@ FB_HD float dynamics_next(float d, float target) {
   return clamp_abs(0.95f * d + 0.05f * target, kDynamicsBound);
 }
 
-// Trilinear sample at fine voxel (x, y, z) of one channel of the coarse pattern (pooled by 4 on
-// each axis; cell centres at 4i + 1.5).
+// Where fine voxel v falls between coarse cells along an axis of n cells (cell centres at
+// 4i + 1.5): cells i0 and i1, weight w of i1.
+struct PatternAxis {
+  int i0, i1;
+  float w;
+};
+FB_HD PatternAxis pattern_axis(int v, int n) {
+  float u = (float(v) + 0.5f) * 0.25f - 0.5f;
+  u = fminf(fmaxf(u, 0.0f), float(n - 1));
+  const int i0 = int(u);
+  return PatternAxis{i0, i0 + 1 < n ? i0 + 1 : n - 1, u - float(i0)};
+}
+
+FB_HD float pattern_lerp(float a0, float a1, float w) { return a0 + w * (a1 - a0); }
+
+// The coarse pattern (one channel, pooled by 4 on each axis) interpolated along z at fine z, at
+// coarse cell (i, j) of x and y.
+FB_HD float pattern_z(const float* coarse, const FieldShape& s, int i, int j, PatternAxis az) {
+  const int cy = s.ny / 4, cz = s.nz / 4;
+  const float* cell = coarse + (i * cy + j) * cz;
+  return pattern_lerp(cell[az.i0], cell[az.i1], az.w);
+}
+
+// Trilinear sample at fine voxel (x, y, z) of one channel of the coarse pattern: along z, then x,
+// then y. (The CPU engine takes the same lerps once per coarse column, per slab and per row.)
 FB_HD float pattern_sample(const float* coarse, const FieldShape& s, int x, int y, int z) {
-  const int cx = s.nx / 4, cy = s.ny / 4, cz = s.nz / 4;
-  auto axis = [](int v, int n, int& i0, int& i1, float& w) {
-    float u = (float(v) + 0.5f) * 0.25f - 0.5f;
-    u = fminf(fmaxf(u, 0.0f), float(n - 1));
-    i0 = int(u);
-    i1 = i0 + 1 < n ? i0 + 1 : n - 1;
-    w = u - float(i0);
-  };
-  int x0, x1, y0, y1, z0, z1;
-  float wx, wy, wz;
-  axis(x, cx, x0, x1, wx);
-  axis(y, cy, y0, y1, wy);
-  axis(z, cz, z0, z1, wz);
-  auto at = [&](int i, int j, int k) { return coarse[(i * cy + j) * cz + k]; };
-  const float c00 = at(x0, y0, z0) + wz * (at(x0, y0, z1) - at(x0, y0, z0));
-  const float c01 = at(x0, y1, z0) + wz * (at(x0, y1, z1) - at(x0, y1, z0));
-  const float c10 = at(x1, y0, z0) + wz * (at(x1, y0, z1) - at(x1, y0, z0));
-  const float c11 = at(x1, y1, z0) + wz * (at(x1, y1, z1) - at(x1, y1, z0));
-  const float c0 = c00 + wy * (c01 - c00);
-  const float c1 = c10 + wy * (c11 - c10);
-  return c0 + wx * (c1 - c0);
+  const PatternAxis ax = pattern_axis(x, s.nx / 4), ay = pattern_axis(y, s.ny / 4), az = pattern_axis(z, s.nz / 4);
+  const float y0 = pattern_lerp(pattern_z(coarse, s, ax.i0, ay.i0, az), pattern_z(coarse, s, ax.i1, ay.i0, az), ax.w);
+  const float y1 = pattern_lerp(pattern_z(coarse, s, ax.i0, ay.i1, az), pattern_z(coarse, s, ax.i1, ay.i1, az), ax.w);
+  return pattern_lerp(y0, y1, ay.w);
 }
 
 }  // namespace fieldbrain::model

@@ -1,7 +1,9 @@
 // The CPU engine's cycle: default (32^3 x 64) and small (16^3 x 32) field, batches of 1 and 16
 // robots, on one thread and on all cores. Reports time per batch and per robot-cycle, and the
 // field bytes moved per second (read F_t + write F_t+1, the same bytes model as the GPU target).
+#include <array>
 #include <memory>
+#include <string>
 #include <random>
 #include <thread>
 
@@ -10,6 +12,17 @@
 
 namespace fieldbrain {
 namespace {
+
+// Engine time per stage, summed over the timed batches.
+class StageTotals final : public StageTimingSink {
+ public:
+  void RecordStage(Stage s, double seconds, int) override { seconds_[int(s)] += seconds; }
+  double seconds(Stage s) const { return seconds_[int(s)]; }
+  void Reset() { seconds_.fill(0.0); }
+
+ private:
+  std::array<double, int(Stage::kCount)> seconds_{};
+};
 
 void BM_CpuCycle(benchmark::State& state) {
   const FieldShape shape = state.range(0) ? FieldShape::Default() : FieldShape::Small();
@@ -31,6 +44,8 @@ void BM_CpuCycle(benchmark::State& state) {
     const int slot = *e.CreateBrain(BrainSpec{uint64_t(r + 1), 12, 4, true});
     e.inputs()[r].slot = slot;
   }
+  StageTotals stages;
+  e.set_timing_sink(&stages);
   for (auto _ : state) {
     for (int r = 0; r < robots; ++r) {
       for (int i = 0; i < 12; ++i) e.inputs()[r].sensors[i] = uni(rng);
@@ -39,6 +54,10 @@ void BM_CpuCycle(benchmark::State& state) {
     if (!e.RunBatch(robots).ok()) state.SkipWithError("RunBatch failed");
     benchmark::DoNotOptimize(e.outputs()[0].motors[0]);
   }
+  // Per batch, by stage: where the cycle's time goes (memory = the HRR pattern memory).
+  for (Stage st : {Stage::kPredict, Stage::kMemory, Stage::kEvolve, Stage::kMotor})
+    state.counters[std::string(StageName(st)) + "_us"] =
+        benchmark::Counter(stages.seconds(st) * 1e6 / double(state.iterations()));
   state.counters["robot_cycles_per_s"] = benchmark::Counter(double(robots), benchmark::Counter::kIsIterationInvariantRate);
   // Inverted rate: seconds per robot-cycle (printed with an SI prefix, e.g. 555u = 555 us).
   state.counters["s_per_robot_cycle"] =
