@@ -27,6 +27,7 @@ test: build
 
 bench: build
 	$(BUILD)/tests/bench/cpu_cycle_bench
+	$(BUILD)/tests/bench/hrr_bench
 	$(BUILD)/tests/bench/loopback_bench
 
 clean:
