@@ -121,11 +121,24 @@ void Merge(Diff& into, const Diff& d, int64_t offset) {
   into.compared += d.compared;
 }
 
+// The memory of a snapshot as one list of floats: keys, valences, strengths, used flags (as
+// 0/1), then the stored patterns.
+std::vector<float> MemoryFloats(const BrainSnapshot& s) {
+  std::vector<float> v;
+  for (int j = 0; j < kMemoryEntries; ++j) {
+    for (int k = 0; k < kKeyBins; ++k) v.insert(v.end(), {s.memory.key[j][k][0], s.memory.key[j][k][1]});
+    v.insert(v.end(), {s.memory.valence[j], s.memory.strength[j], float(s.memory.used[j])});
+  }
+  v.insert(v.end(), s.memory_patterns.begin(), s.memory_patterns.end());
+  return v;
+}
+
 SnapshotDiff CompareSnapshots(const BrainSnapshot& a, const BrainSnapshot& b, double tol) {
   SnapshotDiff d;
   d.field = MaxAbsDiff(a.field, b.field, tol);
   d.pattern = MaxAbsDiff(a.pattern, b.pattern, tol);
   d.state = MaxAbsDiff(StateFloats(a.state), StateFloats(b.state), tol);
+  d.memory = MaxAbsDiff(MemoryFloats(a), MemoryFloats(b), tol);
   return d;
 }
 
@@ -170,7 +183,9 @@ bool BitwiseEqual(const std::vector<RobotOutput>& a, const std::vector<RobotOutp
 
 bool BitwiseEqual(const BrainSnapshot& a, const BrainSnapshot& b) {
   const std::vector<float> sa = StateFloats(a.state), sb = StateFloats(b.state);
+  const std::vector<float> ma = MemoryFloats(a), mb = MemoryFloats(b);
   return a.shape == b.shape && a.field.size() == b.field.size() && a.pattern.size() == b.pattern.size() &&
+         ma.size() == mb.size() && std::memcmp(ma.data(), mb.data(), ma.size() * sizeof(float)) == 0 &&
          std::memcmp(a.field.data(), b.field.data(), a.field.size() * sizeof(float)) == 0 &&
          std::memcmp(a.pattern.data(), b.pattern.data(), a.pattern.size() * sizeof(float)) == 0 &&
          std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float)) == 0 && a.state.cycle == b.state.cycle;

@@ -68,8 +68,10 @@ void Merge(Diff& into, const Diff& d, int64_t offset);
 
 struct SnapshotDiff {
   Diff field, pattern, state;  // state: scalars (|phi|^2 / P), means, prediction, phi_prev, elig, Wp, Wm
+  Diff memory;                 // the pattern memory's keys, valences, strengths and stored patterns
 };
 SnapshotDiff CompareSnapshots(const BrainSnapshot& a, const BrainSnapshot& b, double tol);
+std::vector<float> MemoryFloats(const BrainSnapshot& s);
 
 struct OutputDiff {
   Diff motors, prediction, confidence;
