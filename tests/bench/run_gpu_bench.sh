@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a GPU session runs, in one device call: the gpu-labelled tests (gpu_tests, from
-# tests/gpu/CMakeLists.txt), the CUDA benchmark (cuda_cycle_bench) and the PyTorch peer
+# tests/gpu/CMakeLists.txt), the CUDA HRR backend's tests and benchmark (hrr_gpu_test,
+# hrr_gpu_bench), the CUDA benchmark (cuda_cycle_bench) and the PyTorch peer
 # (torch_reference.py: eager, torch.compile and torch.compile with CUDA graphs), then a summary of
 # DESIGN.md section 8's targets with the ratios torch eager / ours and best torch.compile / ours per
 # field and batch size.
@@ -11,17 +12,19 @@
 #
 #   1. Build, on the build machine (-j1 where the cores are shared):
 #        cmake -S /work/main -B /work/main/build-bench
-#        cmake --build /work/main/build-bench -j1 --target gpu_tests cuda_cycle_bench server_e2e_test brain-server
+#        cmake --build /work/main/build-bench -j1 --target gpu_tests cuda_cycle_bench server_e2e_test brain-server \
+#            hrr_gpu_test hrr_gpu_bench
 #   2. Bundle into a folder of the checkout that git ignores (/bundle*/ is in .gitignore):
 #        cd /work/main && /work/shared/tools/device-bundle.sh bundle-gpu \
 #            build-bench/tests/gpu/gpu_tests build-bench/tests/bench/cuda_cycle_bench \
-#            build-bench/tests/server/server_e2e_test build-bench/server/brain-server
+#            build-bench/tests/server/server_e2e_test build-bench/server/brain-server \
+#            build-bench/tests/hrr/hrr_gpu_test build-bench/tests/bench/hrr_gpu_bench
 #   3. One device call (the `run` tool; it starts in the repository root there):
 #        command:   bash tests/bench/run_gpu_bench.sh bundle-gpu
 #        carry:     ["bundle-gpu"]
 #        timeout_s: 600
 #      Everything is written under $OUT and comes back with the reply: gpu_tests.log,
-#      cuda_cycle_bench.log, cuda_cycle_bench.json, torch_reference.log, torch_reference.json,
+#      hrr_gpu_test.log, hrr_gpu_bench.log, hrr_gpu_bench.json, cuda_cycle_bench.log, cuda_cycle_bench.json, torch_reference.log, torch_reference.json,
 #      summary.txt. Without OUT (a manual run) they go to a fresh folder under /tmp, named at the end.
 #      If the summary shows torch rows "skipped: time budget" (10 torch.compile compilations can take
 #      minutes), make a second call with SKIP_TESTS=1 in front of the command: the benchmarks then
@@ -30,6 +33,7 @@
 # Optional environment:
 #   SKIP_TESTS=1      leave out gpu_tests (a second call for the benchmarks only)
 #   SKIP_BENCH=1      leave out cuda_cycle_bench
+#   SKIP_HRR=1        leave out hrr_gpu_test and hrr_gpu_bench
 #   SKIP_TORCH=1      leave out torch_reference.py
 #   GTEST_FILTER=...  passed to gpu_tests as --gtest_filter
 #   TORCH_ARGS="..."  more arguments for torch_reference.py, e.g.
@@ -38,6 +42,8 @@
 #                     gpu_tests gets at most TESTS_BUDGET_S (default 300); torch_reference.py gets
 #                     what is left: it starts no configuration in its last TORCH_TAIL_S (90) seconds
 #                     and reports those as skipped, and is stopped 10 s before the budget ends.
+#                     hrr_gpu_test and hrr_gpu_bench get at most HRR_BUDGET_S (default 150) together,
+#                     before cuda_cycle_bench.
 #
 # Exit status: 0 when every part that ran passed; 1 otherwise (the summary says which); 2 on usage.
 set -uo pipefail
@@ -59,6 +65,8 @@ elapsed() { echo $(( $(date +%s) - started )); }
 left() { echo $(( budget - $(elapsed) )); }
 
 tests_status="not run"; e2e_status="not run"; bench_status="not run"; torch_status="not run"
+hrr_test_status="not run"; hrr_bench_status="not run"
+hrr_budget=${HRR_BUDGET_S:-150}
 failed=0
 
 echo "== device"
@@ -98,6 +106,43 @@ else
     "$bundle/run" server_e2e_test --gtest_color=no 2>&1 | tee "$out/server_e2e_cuda.log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" = 0 ]; then e2e_status="passed"; else e2e_status="FAILED: exit status $rc"; failed=1; fi
+fi
+
+# 1c. The CUDA HRR backend: parity with the CPU backend, copy counts (hrr_gpu_test), then its
+# benchmark (hrr_gpu_bench: binds, superposition, cleanup against a same-bytes copy reference).
+if [ "${SKIP_HRR:-0}" = 1 ]; then
+  hrr_test_status="skipped (SKIP_HRR=1)"; hrr_bench_status="skipped (SKIP_HRR=1)"
+elif [ ! -x "$bundle/bin/hrr_gpu_test" ] || [ ! -x "$bundle/bin/hrr_gpu_bench" ]; then
+  hrr_test_status="FAILED: hrr_gpu_test or hrr_gpu_bench is not in the bundle"; hrr_bench_status="$hrr_test_status"
+  failed=1
+else
+  hrr_deadline=$(( $(elapsed) + ( hrr_budget < $(left) ? hrr_budget : $(left) ) ))
+  hrr_left() { local l=$(( hrr_deadline - $(elapsed) )); echo $(( l > 10 ? l : 10 )); }
+  if [ "${SKIP_TESTS:-0}" = 1 ]; then
+    hrr_test_status="skipped (SKIP_TESTS=1)"
+  else
+    echo "== hrr_gpu_test (at most $(hrr_left)s)"
+    t0=$(date +%s)
+    timeout "$(hrr_left)" "$bundle/run" hrr_gpu_test --gtest_color=no 2>&1 | tee "$out/hrr_gpu_test.log"
+    rc=${PIPESTATUS[0]}
+    took=$(( $(date +%s) - t0 ))
+    if [ "$rc" = 0 ] && grep -q "no CUDA device" "$out/hrr_gpu_test.log"; then
+      hrr_test_status="FAILED: tests skipped: $(grep -m1 -o 'no CUDA device.*' "$out/hrr_gpu_test.log")"; failed=1
+    elif [ "$rc" = 0 ]; then hrr_test_status="passed (${took}s)";
+    elif [ "$rc" = 124 ]; then hrr_test_status="FAILED: stopped after ${took}s"; failed=1;
+    else hrr_test_status="FAILED: exit status $rc (${took}s)"; failed=1; fi
+  fi
+  echo "== hrr_gpu_bench (at most $(hrr_left)s)"
+  t0=$(date +%s)
+  timeout "$(hrr_left)" "$bundle/run" hrr_gpu_bench --benchmark_format=console --benchmark_color=false \
+    --benchmark_out="$out/hrr_gpu_bench.json" --benchmark_out_format=json 2>&1 | tee "$out/hrr_gpu_bench.log"
+  rc=${PIPESTATUS[0]}
+  took=$(( $(date +%s) - t0 ))
+  if [ "$rc" = 0 ] && grep -q "^no CUDA device" "$out/hrr_gpu_bench.log"; then
+    hrr_bench_status="FAILED: $(grep -m1 '^no CUDA device' "$out/hrr_gpu_bench.log")"; failed=1
+  elif [ "$rc" = 0 ]; then hrr_bench_status="ran (${took}s)";
+  elif [ "$rc" = 124 ]; then hrr_bench_status="FAILED: stopped after ${took}s (rows so far are in the log)"; failed=1;
+  else hrr_bench_status="FAILED: exit status $rc"; failed=1; fi
 fi
 
 # 2. The CUDA benchmark.
@@ -242,5 +287,30 @@ print(f"\ntargets: eager/ours >= {EAGER_TARGET:g}, best compile/ours >= {COMPILE
 EOF
 
 echo "server_e2e (cuda):  $e2e_status" | tee -a "$out/summary.txt"
+echo "hrr_gpu_test:       $hrr_test_status" | tee -a "$out/summary.txt"
+echo "hrr_gpu_bench:      $hrr_bench_status" | tee -a "$out/summary.txt"
+# The HRR target of DESIGN.md section 8: batched binds at B >= 10^4 at >= 50 % of a same-bytes copy.
+python3 - "$out" <<'EOF' | tee -a "$out/summary.txt"
+import json, os, re, sys
+try:
+    with open(os.path.join(sys.argv[1], "hrr_gpu_bench.json")) as f:
+        rows = json.load(f).get("benchmarks", [])
+except (OSError, ValueError) as e:
+    print(f"(hrr_gpu_bench.json: {e})")
+    sys.exit(0)
+for b in rows:
+    name = b.get("run_name", b.get("name", ""))
+    if b.get("error_occurred"):
+        print(f"  {name}: {b.get('error_message', '')}")
+        continue
+    frac = b.get("frac_of_copy")
+    m = re.match(r"hrr_bind/resident/binds:(\d+)", name)
+    mark = ""
+    if m and int(m.group(1)) >= 10000 and frac is not None:
+        mark = " ok" if frac >= 0.5 else " MISS"
+    extra = f", {b['bytes_GBps']:.0f} GB/s, {frac:.2f} of the copy{mark}" if frac is not None else ""
+    print(f"  {name}: {b.get('call_us', float('nan')):.1f} us per call{extra}; "
+          f"copies per call {b.get('h2d_per_call', float('nan')):g} H2D, {b.get('d2h_per_call', float('nan')):g} D2H")
+EOF
 echo "== results in $out (elapsed $(elapsed)s)"
 exit "$failed"

@@ -1,8 +1,11 @@
 // The CUDA backend of HrrSpace: spectra in one device allocation, cuFFT batched R2C/C2R plans with
 // work areas we allocate, fused bin-by-bin kernels, cleanup as one cuBLAS GEMM plus a top-k pass.
+// gpu/hrr/cuda/README.md has the kernels, the memory layout and the copies of each call.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "gpu/hrr/hrr_space.h"
@@ -10,5 +13,21 @@
 namespace fieldbrain::hrr::cuda {
 
 absl::StatusOr<std::unique_ptr<HrrSpace>> MakeCudaHrrSpace(const HrrConfig& config, HrrStorage storage = {});
+
+// What a CUDA space counts about itself since it was made, so tests and benchmarks check its
+// promises (one host-to-device copy per call, at most one back, no allocation after creation)
+// instead of assuming them.
+struct HrrCudaCounters {
+  int64_t device_allocs = 0;  // cudaMalloc calls
+  int64_t host_allocs = 0;    // cudaHostAlloc calls
+  int64_t h2d_copies = 0;
+  int64_t d2h_copies = 0;
+  int64_t h2d_bytes = 0;
+  int64_t d2h_bytes = 0;
+  int64_t calls = 0;  // calls that ran on the device (not refused, not empty)
+};
+
+// nullopt when `space` is not a CUDA space.
+std::optional<HrrCudaCounters> CountersOf(const HrrSpace& space);
 
 }  // namespace fieldbrain::hrr::cuda
