@@ -10,6 +10,7 @@ packages=(
   libabsl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev libkissfft-dev
+  python3-grpcio python3-grpc-tools python3-numpy
 )
 
 missing=()

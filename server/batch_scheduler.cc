@@ -119,6 +119,17 @@ void BatchScheduler::Submit(int slot, FrameSink* sink, const QueuedFrame& frame)
   }
 }
 
+void BatchScheduler::RunOnEngineThread(EngineJob job) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!jobs_closed_ && !stopped_) {
+      jobs_.push_back(std::move(job));
+      return;
+    }
+  }
+  std::move(job)(EngineJobState::kShuttingDown);
+}
+
 void BatchScheduler::Drain() {
   absl::MutexLock lock(&mu_);
   if (stopped_) return;
@@ -146,8 +157,8 @@ int BatchScheduler::pending() const {
 }
 
 bool BatchScheduler::HasWorkLocked() const {
-  return pending_count_ > 0 || !commands_.empty() || (drain_requested_ && !drained_) ||
-         stop_requested_;
+  return pending_count_ > 0 || !commands_.empty() || !jobs_.empty() ||
+         (drain_requested_ && !drained_) || stop_requested_;
 }
 
 bool BatchScheduler::BatchDueLocked() const {
@@ -203,6 +214,7 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
     not_run_.clear();
     if (stop) break;
     if (const int n = GatherBatch(); n > 0) RunAndDeliver(n);
+    RunOneJob();
   }
 
   {
@@ -210,6 +222,7 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
     commands_work_.swap(commands_);
   }
   RunCommands();  // creates are refused now (drained_), releases still run
+  RunRemainingJobs();  // while the engine they may hold resources of still exists
   engine_.reset();
   absl::MutexLock lock(&mu_);
   stopped_ = true;
@@ -371,6 +384,36 @@ void BatchScheduler::RunAndDeliver(int n) {
     batch_[i].sink->Deliver(a);
   }
   SampleDeviceMemory(start);
+}
+
+void BatchScheduler::RunOneJob() {
+  if (window_open_) return;
+  EngineJob job;
+  EngineJobState state = EngineJobState::kServing;
+  {
+    absl::MutexLock lock(&mu_);
+    if (jobs_.empty()) return;
+    job = std::move(jobs_.front());
+    jobs_.pop_front();
+    if (drained_) state = EngineJobState::kShuttingDown;
+  }
+  std::move(job)(state);
+}
+
+void BatchScheduler::RunRemainingJobs() {
+  std::deque<EngineJob> jobs;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (jobs_.empty()) {
+        jobs_closed_ = true;
+        return;
+      }
+      jobs.swap(jobs_);
+    }
+    for (EngineJob& job : jobs) std::move(job)(EngineJobState::kShuttingDown);
+    jobs.clear();
+  }
 }
 
 void BatchScheduler::NoteEngineError(const char* what, const absl::Status& error) {

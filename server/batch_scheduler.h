@@ -11,6 +11,11 @@
 // is open end it early and run before the batch; once it has expired the batch runs first, so a
 // steady stream of commands cannot starve the frames.
 //
+// Jobs (RunOnEngineThread) let other services use the engine thread, and through it the GPU, for
+// work of their own (the Memory service's HRR operations): one job per round, run after the
+// round's batch and never while a batch window is open, so a job delays robots' frames by at most
+// its own run time, however many jobs are queued.
+//
 // An engine that latches a failure (Engine::health(), e.g. a device error) is reported once: a log
 // line, brain_engine_healthy = 0, and the on_engine_failure callback; its batches keep being
 // answered INTERNAL_ERROR. The device's memory figures are refreshed about once a second.
@@ -22,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -63,6 +69,13 @@ struct EngineFacts {
   int max_batch = 0;
 };
 
+// How a job given to RunOnEngineThread runs. kServing: between batches, the engine is up.
+// kShuttingDown: the scheduler has drained (or stopped); the job should only answer its caller
+// and release what it holds. A job that runs after the engine thread has ended runs on the caller's
+// thread, and must then touch no engine or GPU resource.
+enum class EngineJobState { kServing, kShuttingDown };
+using EngineJob = absl::AnyInvocable<void(EngineJobState state) &&>;
+
 // A frame as handed to Submit; values are copied before Submit returns.
 struct QueuedFrame {
   uint64_t seq = 0;
@@ -93,6 +106,11 @@ class BatchScheduler {
   // Queues the slot's next frame. `sink` gets exactly one Deliver for it. Must not be called
   // while holding a lock that the sink's Deliver takes (the superseded answer comes inline).
   void Submit(int slot, FrameSink* sink, const QueuedFrame& frame);
+
+  // Queues `job` to run exactly once on the engine thread (see the class comment), in the order
+  // jobs were given. Jobs given after the engine thread has ended run at once, here, with
+  // kShuttingDown.
+  void RunOnEngineThread(EngineJob job);
 
   // Finishes the batch in flight, answers every pending frame SHUTTING_DOWN and from then on
   // answers new frames SHUTTING_DOWN at once; returns when that is done. Idempotent.
@@ -143,6 +161,10 @@ class BatchScheduler {
   // Waits out the batch window, then moves due frames into the engine's input rows; returns n.
   int GatherBatch();
   void RunAndDeliver(int n);
+  // Runs the oldest queued job, unless a batch window is open (its frames go first).
+  void RunOneJob();
+  // At the end of the engine thread: runs every queued job, then refuses to queue more.
+  void RunRemainingJobs();
   // After an engine call failed with `error`: reports a latched failure once; logs the others.
   void NoteEngineError(const char* what, const absl::Status& error);
   void SampleDeviceMemory(Clock::time_point now);
@@ -165,6 +187,8 @@ class BatchScheduler {
   int pending_count_ ABSL_GUARDED_BY(mu_) = 0;
   int next_slot_ ABSL_GUARDED_BY(mu_) = 0;  // round-robin start when more are pending than fit
   std::vector<Command> commands_ ABSL_GUARDED_BY(mu_);
+  std::deque<EngineJob> jobs_ ABSL_GUARDED_BY(mu_);
+  bool jobs_closed_ ABSL_GUARDED_BY(mu_) = false;  // the engine thread takes no more jobs
   bool drain_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool drained_ ABSL_GUARDED_BY(mu_) = false;  // new frames and creates are refused
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;

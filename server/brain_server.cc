@@ -15,6 +15,7 @@ namespace fieldbrain::server {
 namespace {
 
 constexpr char kBrainServiceName[] = "brain.v1.Brain";
+constexpr char kMemoryServiceName[] = "brain.v1.Memory";
 
 }  // namespace
 
@@ -58,11 +59,26 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   deps.version = std::move(version);
   server->service_ = std::make_unique<BrainService>(std::move(deps));
 
+  if (config.memory_arena_bytes > 0) {
+    memory::MemoryOptions memory_options;
+    memory_options.arena_bytes = config.memory_arena_bytes;
+    memory_options.max_request_vectors = config.memory_max_request_vectors;
+    memory_options.engine_kind = facts.kind;
+    absl::StatusOr<std::unique_ptr<memory::MemoryService>> memory =
+        memory::MemoryService::Start(*sched, memory_options, server->metrics_.get());
+    if (!memory.ok()) {
+      server->scheduler_->Stop();
+      return absl::Status(memory.status().code(), absl::StrCat("Memory service: ", memory.status().message()));
+    }
+    server->memory_ = *std::move(memory);
+  }
+
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->service_.get());
+  if (server->memory_ != nullptr) builder.RegisterService(server->memory_.get());
   // Larger requests end their stream with RESOURCE_EXHAUSTED inside gRPC.
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   // Silent robots free their id (see kKeepaliveTimeMs), robots' own pings are welcome.
@@ -74,12 +90,14 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);  // 0: never GOAWAY for pings
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
+    if (server->memory_ != nullptr) server->memory_->ReleaseStore();
     server->scheduler_->Stop();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);
     health->SetServingStatus(kBrainServiceName, true);
+    if (server->memory_ != nullptr) health->SetServingStatus(kMemoryServiceName, true);
   }
 
   if (!config.metrics_listen.empty()) {
@@ -138,6 +156,7 @@ void BrainServer::Shutdown() {
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(config_.shutdown_deadline_s);
   if (service_ != nullptr) service_->BeginShutdown();
+  if (memory_ != nullptr) memory_->BeginShutdown();
   if (scheduler_ != nullptr) scheduler_->Drain();
   // Every Cycle stream now owes at most its last writes. Let them finish, within the deadline,
   // then end gRPC at once: its own Shutdown(deadline) would also wait out the deadline for every
@@ -149,6 +168,8 @@ void BrainServer::Shutdown() {
   if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
   stop_reaper_.Notify();
   if (reaper_.joinable()) reaper_.join();
+  // Every Memory call has been answered; its spaces go while the engine thread still runs.
+  if (memory_ != nullptr) memory_->ReleaseStore();
   // Streams still owed an answer get it now (SHUTTING_DOWN) and delete themselves.
   if (scheduler_ != nullptr) scheduler_->Stop();
   exposer_.reset();

@@ -1,6 +1,6 @@
 // BrainServer: the daemon assembled — metrics, the engine thread (BatchScheduler), the session
-// table, the gRPC service with health checking and reflection, the optional /metrics endpoint and
-// the idle-session reaper. main.cc runs one; the in-process tests run one on a loopback port.
+// table, the gRPC services (Brain, and Memory unless --memory_arena_bytes=0) with health checking
+// and reflection, the optional /metrics endpoint and the idle-session reaper. main.cc runs one; the in-process tests run one on a loopback port.
 #pragma once
 
 #include <memory>
@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/batch_scheduler.h"
 #include "server/brain_service.h"
+#include "server/memory/memory_service.h"
 #include "server/server_config.h"
 #include "server/session_table.h"
 #include "telemetry/metrics.h"
@@ -53,6 +54,7 @@ class BrainServer {
   telemetry::Metrics& metrics() { return *metrics_; }
   SessionTable& sessions() { return *sessions_; }
   BatchScheduler& scheduler() { return *scheduler_; }
+  memory::MemoryService* memory_service() { return memory_.get(); }  // null when disabled
   int open_streams() const;                          // Cycle streams not yet ended
 
  private:
@@ -66,6 +68,7 @@ class BrainServer {
   std::unique_ptr<BatchScheduler> scheduler_;
   std::unique_ptr<SessionTable> sessions_;
   std::unique_ptr<BrainService> service_;
+  std::unique_ptr<memory::MemoryService> memory_;  // after scheduler_: its store lives on that thread
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<telemetry::MetricsExposer> exposer_;
   absl::Notification stop_reaper_;

@@ -86,6 +86,17 @@ absl::Status ValidateConfig(const ServerConfig& c) {
     if (absl::Status s = CheckAddress("metrics_listen", c.metrics_listen); !s.ok()) return s;
   }
   if (absl::Status s = CheckRange("threads", c.threads, 0, kMaxThreads); !s.ok()) return s;
+  if (c.memory_arena_bytes != 0 &&
+      (c.memory_arena_bytes < kMinMemoryArenaBytes || c.memory_arena_bytes > kMaxMemoryArenaBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("--memory_arena_bytes=", c.memory_arena_bytes,
+                                                   " must be 0 (no Memory service) or in [", kMinMemoryArenaBytes,
+                                                   ", ", kMaxMemoryArenaBytes, "]"));
+  }
+  if (absl::Status s = CheckRange("memory_max_request_vectors", c.memory_max_request_vectors, 1,
+                                  kMaxMemoryRequestVectors);
+      !s.ok()) {
+    return s;
+  }
   if (c.test_fail_engine_after_batches < 0) {
     return absl::InvalidArgumentError("--test_fail_engine_after_batches must be 0 (off) or positive");
   }

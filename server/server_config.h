@@ -12,6 +12,9 @@
 
 namespace fieldbrain::server {
 
+inline constexpr int64_t kDefaultMemoryArenaBytes = int64_t(256) << 20;
+inline constexpr int kDefaultMemoryMaxRequestVectors = 256;
+
 struct ServerConfig {
   std::string listen = "127.0.0.1:50051";
   std::string engine = "auto";      // auto | cpu | cuda
@@ -25,6 +28,10 @@ struct ServerConfig {
   int shutdown_deadline_s = 5;
   std::string metrics_listen;       // empty = no metrics endpoint
   int threads = 0;                  // CPU engine threads; 0 = all cores
+  // The Memory service (proto/brain/v1/memory.proto): the bytes its spaces may take in all
+  // (0 = no Memory service), and the most vectors one request may name or make.
+  int64_t memory_arena_bytes = kDefaultMemoryArenaBytes;
+  int memory_max_request_vectors = kDefaultMemoryMaxRequestVectors;
   // Testing only (--test_fail_engine_after_batches): the CPU engine fails after this many
   // batches, as a GPU would after a device error; 0 = never.
   int64_t test_fail_engine_after_batches = 0;
@@ -43,6 +50,9 @@ inline constexpr int kMaxIdleKeepS = 7 * 24 * 3600;
 inline constexpr int kMaxHelloTimeoutS = 3600;
 inline constexpr int kMaxShutdownDeadlineS = 600;
 inline constexpr int kMaxThreads = 1024;
+inline constexpr int64_t kMinMemoryArenaBytes = int64_t(1) << 20;   // or 0: no Memory service
+inline constexpr int64_t kMaxMemoryArenaBytes = int64_t(1) << 40;
+inline constexpr int kMaxMemoryRequestVectors = 65536;
 
 // InvalidArgument naming the first bad setting and what it accepts.
 absl::Status ValidateConfig(const ServerConfig& config);

@@ -35,6 +35,13 @@ ABSL_FLAG(int, shutdown_deadline_s, 5,
 ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address, host:port; empty = no metrics endpoint");
 ABSL_FLAG(int, threads, 0, "CPU engine worker threads; 0 = all cores");
+ABSL_FLAG(int64_t, memory_arena_bytes, fieldbrain::server::kDefaultMemoryArenaBytes,
+          "bytes the Memory service's HRR spaces may take in all, on the engine's device (0 = no "
+          "Memory service; else 1 MiB to 1 TiB)");
+ABSL_FLAG(int, memory_max_request_vectors, fieldbrain::server::kDefaultMemoryMaxRequestVectors,
+          "most vectors one Memory request may name or make (1-65536); a Cleanup compares at most "
+          "16 times as many pairs. Bounds how long one request holds up the robots' cycles (the "
+          "default: a few ms on one CPU core at dimension 1024)");
 
 namespace fieldbrain::server {
 
@@ -52,6 +59,8 @@ ServerConfig ConfigFromFlags() {
   c.shutdown_deadline_s = absl::GetFlag(FLAGS_shutdown_deadline_s);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.threads = absl::GetFlag(FLAGS_threads);
+  c.memory_arena_bytes = absl::GetFlag(FLAGS_memory_arena_bytes);
+  c.memory_max_request_vectors = absl::GetFlag(FLAGS_memory_max_request_vectors);
   c.test_fail_engine_after_batches = absl::GetFlag(FLAGS_test_fail_engine_after_batches);
   return c;
 }

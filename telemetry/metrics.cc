@@ -38,6 +38,23 @@ const char* RejectReasonName(RejectReason reason) {
   return "unknown";
 }
 
+const char* HrrOpName(HrrOp op) {
+  switch (op) {
+    case HrrOp::kPut: return "put";
+    case HrrOp::kGet: return "get";
+    case HrrOp::kDelete: return "delete";
+    case HrrOp::kBind: return "bind";
+    case HrrOp::kUnbind: return "unbind";
+    case HrrOp::kSuperpose: return "superpose";
+    case HrrOp::kPermute: return "permute";
+    case HrrOp::kPower: return "power";
+    case HrrOp::kSimilarity: return "similarity";
+    case HrrOp::kCleanup: return "cleanup";
+    case HrrOp::kCount: break;
+  }
+  return "unknown";
+}
+
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       cycle_duration_(prometheus::BuildHistogram()
@@ -92,7 +109,22 @@ Metrics::Metrics()
       build_info_(prometheus::BuildGauge()
                       .Name("brain_build_info")
                       .Help("Always 1; labels name the version and the engine in use")
-                      .Register(*registry_)) {
+                      .Register(*registry_)),
+      hrr_vectors_stored_(prometheus::BuildGauge()
+                              .Name("brain_hrr_vectors_stored")
+                              .Help("Vectors held by the Memory service's spaces")
+                              .Register(*registry_)
+                              .Add({})),
+      hrr_arena_bytes_(prometheus::BuildGauge()
+                           .Name("brain_hrr_arena_bytes")
+                           .Help("The Memory service's arena: bytes its spaces may take in all")
+                           .Register(*registry_)
+                           .Add({})),
+      hrr_arena_used_bytes_(prometheus::BuildGauge()
+                                .Name("brain_hrr_arena_used_bytes")
+                                .Help("Bytes of the Memory service's arena its spaces take now")
+                                .Register(*registry_)
+                                .Add({})) {
   auto& stages = prometheus::BuildHistogram()
                      .Name("brain_stage_duration_seconds")
                      .Help("Engine time per cycle stage for one batch")
@@ -106,6 +138,14 @@ Metrics::Metrics()
                        .Register(*registry_);
   for (int r = 0; r < static_cast<int>(RejectReason::kCount); ++r) {
     rejected_[r] = &rejected.Add({{"reason", RejectReasonName(static_cast<RejectReason>(r))}});
+  }
+  auto& hrr = prometheus::BuildCounter()
+                  .Name("brain_hrr_operations_total")
+                  .Help("Vectors processed by the Memory service, by operation (stored, returned, "
+                        "deleted or made; similarity pairs; cleanup queries)")
+                  .Register(*registry_);
+  for (int op = 0; op < static_cast<int>(HrrOp::kCount); ++op) {
+    hrr_operations_[op] = &hrr.Add({{"op", HrrOpName(static_cast<HrrOp>(op))}});
   }
   engine_healthy_.Set(1);
 }
@@ -143,6 +183,18 @@ void Metrics::SetDeviceMemory(int64_t used_bytes, int64_t total_bytes) {
   }
   device_memory_used_->Set(static_cast<double>(used_bytes));
   device_memory_total_->Set(static_cast<double>(total_bytes));
+}
+
+void Metrics::RecordHrrOperations(HrrOp op, int64_t vectors) {
+  const int o = static_cast<int>(op);
+  if (o >= 0 && o < static_cast<int>(HrrOp::kCount)) hrr_operations_[o]->Increment(static_cast<double>(vectors));
+}
+
+void Metrics::SetHrrVectorsStored(int64_t vectors) { hrr_vectors_stored_.Set(static_cast<double>(vectors)); }
+
+void Metrics::SetHrrArena(int64_t bytes, int64_t used_bytes) {
+  hrr_arena_bytes_.Set(static_cast<double>(bytes));
+  hrr_arena_used_bytes_.Set(static_cast<double>(used_bytes));
 }
 
 void Metrics::RecordStage(Stage stage, double seconds, int batch_size) {

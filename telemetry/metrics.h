@@ -33,6 +33,23 @@ enum class RejectReason {
 
 const char* RejectReasonName(RejectReason reason);
 
+// The Memory service's operations (label `op` of brain_hrr_operations_total).
+enum class HrrOp {
+  kPut,
+  kGet,
+  kDelete,
+  kBind,
+  kUnbind,
+  kSuperpose,
+  kPermute,
+  kPower,
+  kSimilarity,
+  kCleanup,
+  kCount
+};
+
+const char* HrrOpName(HrrOp op);
+
 class Metrics final : public StageTimingSink {
  public:
   Metrics();
@@ -60,6 +77,14 @@ class Metrics final : public StageTimingSink {
   // engines with a device of their own make it); one thread calls this.
   void SetDeviceMemory(int64_t used_bytes, int64_t total_bytes);
 
+  // brain_hrr_operations_total{op}: vectors one Memory request processed (stored, returned,
+  // deleted or made; similarity pairs; cleanup queries).
+  void RecordHrrOperations(HrrOp op, int64_t vectors);
+  // brain_hrr_vectors_stored: vectors held by every Memory space.
+  void SetHrrVectorsStored(int64_t vectors);
+  // brain_hrr_arena_bytes (the --memory_arena_bytes budget) and brain_hrr_arena_used_bytes.
+  void SetHrrArena(int64_t bytes, int64_t used_bytes);
+
   // StageTimingSink: the engine's per-stage time for one batch.
   void RecordStage(Stage stage, double seconds, int batch_size) override;
 
@@ -83,6 +108,10 @@ class Metrics final : public StageTimingSink {
   prometheus::Gauge* device_memory_used_ = nullptr;
   prometheus::Gauge* device_memory_total_ = nullptr;
   prometheus::Family<prometheus::Gauge>& build_info_;
+  std::array<prometheus::Counter*, static_cast<int>(HrrOp::kCount)> hrr_operations_{};
+  prometheus::Gauge& hrr_vectors_stored_;
+  prometheus::Gauge& hrr_arena_bytes_;
+  prometheus::Gauge& hrr_arena_used_bytes_;
 };
 
 }  // namespace fieldbrain::telemetry

@@ -32,12 +32,16 @@ TEST(MetricsTest, ExportsEveryFamilyWithFixedLabelsOnly) {
   m.RecordSuperseded();
   m.SetSessionsActive(2);
   m.RecordStage(Stage::kEvolve, 0.001, 3);
+  m.RecordHrrOperations(HrrOp::kBind, 5);
+  m.SetHrrVectorsStored(7);
+  m.SetHrrArena(1 << 20, 4096);
   const std::string text = m.Scrape();
   for (const char* name :
        {"brain_cycle_duration_seconds_bucket", "brain_stage_duration_seconds_bucket",
         "brain_batch_size_bucket", "brain_queue_wait_seconds_bucket", "brain_cycles_total",
         "brain_frames_rejected_total", "brain_frames_superseded_total", "brain_sessions_active",
-        "brain_pool_bytes", "brain_build_info"}) {
+        "brain_pool_bytes", "brain_build_info", "brain_hrr_operations_total", "brain_hrr_vectors_stored",
+        "brain_hrr_arena_bytes", "brain_hrr_arena_used_bytes"}) {
     EXPECT_THAT(text, HasSubstr(name));
   }
   EXPECT_THAT(text, HasSubstr("brain_cycles_total 3"));
@@ -49,8 +53,13 @@ TEST(MetricsTest, ExportsEveryFamilyWithFixedLabelsOnly) {
   EXPECT_THAT(text, HasSubstr("brain_build_info{engine=\"cpu\",version=\"1.2.3\"} 1"));
   EXPECT_THAT(text, HasSubstr("brain_stage_duration_seconds_count{stage=\"evolve\"} 1"));
   EXPECT_THAT(text, HasSubstr("brain_stage_duration_seconds_count{stage=\"imprint\"} 0"));
+  EXPECT_THAT(text, HasSubstr("brain_hrr_operations_total{op=\"bind\"} 5"));
+  EXPECT_THAT(text, HasSubstr("brain_hrr_operations_total{op=\"cleanup\"} 0"));
+  EXPECT_THAT(text, HasSubstr("brain_hrr_vectors_stored 7"));
+  EXPECT_THAT(text, HasSubstr("brain_hrr_arena_bytes 1048576"));
+  EXPECT_THAT(text, HasSubstr("brain_hrr_arena_used_bytes 4096"));
   // Label keys are fixed and few (no robot id: cardinality).
-  const std::set<std::string> allowed = {"stage", "reason", "version", "engine", "le"};
+  const std::set<std::string> allowed = {"stage", "reason", "version", "engine", "le", "op"};
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (line.empty() || line[0] == '#') continue;
     const size_t open = line.find('{');

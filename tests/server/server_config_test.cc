@@ -106,6 +106,17 @@ TEST(ServerConfigTest, AutoFieldFollowsTheEngine) {
   EXPECT_EQ(MakeEngineConfig(c).shape, FieldShape::Default());
 }
 
+TEST(ServerConfigTest, TheMemoryServiceIsOnByDefaultAndZeroTurnsItOff) {
+  ServerConfig c;
+  EXPECT_EQ(c.memory_arena_bytes, int64_t(256) << 20);
+  EXPECT_EQ(c.memory_max_request_vectors, 256);
+  c.memory_arena_bytes = 0;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.memory_arena_bytes = kMinMemoryArenaBytes;
+  c.memory_max_request_vectors = kMaxMemoryRequestVectors;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
 struct BadCase {
   const char* name;
   void (*mutate)(ServerConfig&);
@@ -145,7 +156,17 @@ INSTANTIATE_TEST_SUITE_P(
                 "--shutdown_deadline_s"},
         BadCase{"metrics_listen", [](ServerConfig& c) { c.metrics_listen = "9464"; },
                 "--metrics_listen"},
-        BadCase{"threads", [](ServerConfig& c) { c.threads = -2; }, "--threads"}),
+        BadCase{"threads", [](ServerConfig& c) { c.threads = -2; }, "--threads"},
+        BadCase{"memory_arena_tiny", [](ServerConfig& c) { c.memory_arena_bytes = 4096; },
+                "--memory_arena_bytes=4096 must be 0 (no Memory service) or in"},
+        BadCase{"memory_arena_negative", [](ServerConfig& c) { c.memory_arena_bytes = -1; },
+                "--memory_arena_bytes"},
+        BadCase{"memory_arena_huge", [](ServerConfig& c) { c.memory_arena_bytes = int64_t(1) << 41; },
+                "--memory_arena_bytes"},
+        BadCase{"memory_request_zero", [](ServerConfig& c) { c.memory_max_request_vectors = 0; },
+                "--memory_max_request_vectors"},
+        BadCase{"memory_request_over", [](ServerConfig& c) { c.memory_max_request_vectors = 65537; },
+                "--memory_max_request_vectors"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -1,0 +1,172 @@
+#include "server/memory/memory_service.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/synchronization/notification.h"
+#include "server/brain_service.h"
+#include "server/log.h"
+#include "server/memory/request_checks.h"
+
+namespace fieldbrain::server::memory {
+namespace {
+
+constexpr char kShuttingDown[] = "the server is shutting down";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MemoryService>> MemoryService::Start(BatchScheduler& scheduler,
+                                                                    const MemoryOptions& options,
+                                                                    telemetry::Metrics* metrics) {
+  std::unique_ptr<MemoryService> service(new MemoryService(scheduler, options));
+  absl::Status status = absl::UnavailableError("the engine thread has stopped");
+  absl::Notification made;
+  scheduler.RunOnEngineThread([&](EngineJobState state) {
+    switch (state) {
+      case EngineJobState::kServing: {
+        absl::StatusOr<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(options, metrics);
+        status = store.status();
+        if (store.ok()) {
+          service->backend_ = (*store)->backend();
+          service->store_ = *std::move(store);
+        }
+        break;
+      }
+      case EngineJobState::kShuttingDown:
+        break;
+    }
+    made.Notify();
+  });
+  made.WaitForNotification();
+  if (!status.ok()) return status;
+  LogInfo("Memory service: backend=", service->backend_, " arena_bytes=", options.arena_bytes,
+          " max_request_vectors=", options.max_request_vectors);
+  return service;
+}
+
+MemoryService::MemoryService(BatchScheduler& scheduler, const MemoryOptions& options)
+    : scheduler_(scheduler), limits_{options.max_request_vectors} {}
+
+MemoryService::~MemoryService() { ReleaseStore(); }
+
+void MemoryService::BeginShutdown() { shutting_down_.store(true, std::memory_order_release); }
+
+void MemoryService::ReleaseStore() {
+  absl::MutexLock lock(&release_mu_);
+  if (released_) return;
+  released_ = true;
+  BeginShutdown();
+  absl::Notification done;
+  // Whatever the state: the store goes now, on the engine thread while it runs (device memory
+  // is freed there), or here once it has ended.
+  scheduler_.RunOnEngineThread([&](EngineJobState) {
+    store_.reset();
+    done.Notify();
+  });
+  done.WaitForNotification();
+}
+
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* MemoryService::Serve(grpc::CallbackServerContext* context, const Request* request,
+                                               Response* response,
+                                               absl::Status (MemoryStore::*op)(const Request&, Response*)) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (shutting_down_.load(std::memory_order_acquire)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown));
+    return reactor;
+  }
+  if (absl::Status s = Check(*request, limits_); !s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
+  scheduler_.RunOnEngineThread([this, context, reactor, request, response, op](EngineJobState state) {
+    absl::Status status = absl::UnavailableError(kShuttingDown);
+    switch (state) {
+      case EngineJobState::kServing:
+        // A caller that gave up while the request queued costs the robots nothing more.
+        if (context->IsCancelled()) {
+          status = absl::CancelledError("the call was cancelled before it ran");
+        } else if (std::chrono::system_clock::now() > context->deadline()) {
+          status = absl::DeadlineExceededError("the call's deadline passed before it ran; nothing was applied");
+        } else if (store_ != nullptr) {
+          status = (store_.get()->*op)(*request, response);
+        }
+        break;
+      case EngineJobState::kShuttingDown:
+        break;
+    }
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MemoryService::CreateSpace(grpc::CallbackServerContext* c,
+                                                     const brain::v1::CreateSpaceRequest* r,
+                                                     brain::v1::CreateSpaceResponse* out) {
+  return Serve(c, r, out, &MemoryStore::CreateSpace);
+}
+
+grpc::ServerUnaryReactor* MemoryService::DeleteSpace(grpc::CallbackServerContext* c,
+                                                     const brain::v1::DeleteSpaceRequest* r,
+                                                     brain::v1::DeleteSpaceResponse* out) {
+  return Serve(c, r, out, &MemoryStore::DeleteSpace);
+}
+
+grpc::ServerUnaryReactor* MemoryService::ListSpaces(grpc::CallbackServerContext* c,
+                                                    const brain::v1::ListSpacesRequest* r,
+                                                    brain::v1::ListSpacesResponse* out) {
+  return Serve(c, r, out, &MemoryStore::ListSpaces);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Put(grpc::CallbackServerContext* c, const brain::v1::PutRequest* r,
+                                             brain::v1::PutResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Put);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Get(grpc::CallbackServerContext* c, const brain::v1::GetRequest* r,
+                                             brain::v1::GetResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Get);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Delete(grpc::CallbackServerContext* c, const brain::v1::DeleteRequest* r,
+                                                brain::v1::DeleteResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Delete);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Bind(grpc::CallbackServerContext* c, const brain::v1::BindRequest* r,
+                                              brain::v1::BindResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Bind);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Unbind(grpc::CallbackServerContext* c, const brain::v1::UnbindRequest* r,
+                                                brain::v1::UnbindResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Unbind);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Superpose(grpc::CallbackServerContext* c, const brain::v1::SuperposeRequest* r,
+                                                   brain::v1::SuperposeResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Superpose);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Permute(grpc::CallbackServerContext* c, const brain::v1::PermuteRequest* r,
+                                                 brain::v1::PermuteResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Permute);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Power(grpc::CallbackServerContext* c, const brain::v1::PowerRequest* r,
+                                               brain::v1::PowerResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Power);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Similarity(grpc::CallbackServerContext* c,
+                                                    const brain::v1::SimilarityRequest* r,
+                                                    brain::v1::SimilarityResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Similarity);
+}
+
+grpc::ServerUnaryReactor* MemoryService::Cleanup(grpc::CallbackServerContext* c, const brain::v1::CleanupRequest* r,
+                                                 brain::v1::CleanupResponse* out) {
+  return Serve(c, r, out, &MemoryStore::Cleanup);
+}
+
+}  // namespace fieldbrain::server::memory
