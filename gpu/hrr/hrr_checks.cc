@@ -88,4 +88,78 @@ absl::Status CheckBinary(std::span<const int32_t> out, std::span<const int32_t> 
   return CheckCount("b", b.size(), out.size());
 }
 
+#define FB_HRR_CHECK(expr)                 \
+  do {                                     \
+    if (absl::Status s = (expr); !s.ok()) \
+      return s;                            \
+  } while (0)
+
+absl::Status CheckPut(std::span<const int32_t> slots, std::span<const float> values, const HrrConfig& config) {
+  FB_HRR_CHECK(CheckSlots("slots", slots, config));
+  FB_HRR_CHECK(CheckCount("values", values.size(), slots.size() * size_t(config.dim)));
+  return CheckFinite("values", values, config.dim);
+}
+
+absl::Status CheckGet(std::span<const int32_t> slots, size_t n_values, const HrrConfig& config) {
+  FB_HRR_CHECK(CheckSlots("slots", slots, config));
+  return CheckCount("values", n_values, slots.size() * size_t(config.dim));
+}
+
+absl::Status CheckPutSpectra(std::span<const int32_t> slots, std::span<const Cf> spectra, const HrrConfig& config) {
+  const int bins = Bins(config.dim);
+  FB_HRR_CHECK(CheckSlots("slots", slots, config));
+  FB_HRR_CHECK(CheckCount("spectra", spectra.size(), slots.size() * size_t(bins)));
+  const std::span<const float> as_floats(reinterpret_cast<const float*>(spectra.data()), spectra.size() * 2);
+  return CheckFinite("spectra (re, im pairs)", as_floats, 2 * bins);
+}
+
+absl::Status CheckGetSpectra(std::span<const int32_t> slots, size_t n_spectra, const HrrConfig& config) {
+  FB_HRR_CHECK(CheckSlots("slots", slots, config));
+  return CheckCount("spectra", n_spectra, slots.size() * size_t(Bins(config.dim)));
+}
+
+absl::Status CheckRandom(std::span<const int32_t> slots, size_t n_ids, const HrrConfig& config) {
+  FB_HRR_CHECK(CheckSlots("slots", slots, config));
+  return CheckCount("ids", n_ids, slots.size());
+}
+
+absl::Status CheckPermute(std::span<const int32_t> out, std::span<const int32_t> a, std::span<const int32_t> shifts,
+                          const HrrConfig& config) {
+  FB_HRR_CHECK(CheckUnary(out, a, config));
+  return CheckCount("shifts", shifts.size(), out.size());
+}
+
+absl::Status CheckPower(std::span<const int32_t> out, std::span<const int32_t> base, std::span<const float> exponents,
+                        const HrrConfig& config) {
+  FB_HRR_CHECK(CheckUnary(out, base, config));
+  FB_HRR_CHECK(CheckCount("exponents", exponents.size(), out.size()));
+  return CheckFinite("exponents", exponents, 1);
+}
+
+absl::Status CheckSuperpose(std::span<const int32_t> out, std::span<const int32_t> offsets,
+                            std::span<const int32_t> terms, std::span<const float> weights, const HrrConfig& config) {
+  FB_HRR_CHECK(CheckSlots("out", out, config));
+  FB_HRR_CHECK(CheckSlots("terms", terms, config));
+  FB_HRR_CHECK(CheckOffsets(offsets, out.size(), terms.size()));
+  if (weights.empty()) return absl::OkStatus();
+  FB_HRR_CHECK(CheckCount("weights", weights.size(), terms.size()));
+  return CheckFinite("weights", weights, 1);
+}
+
+absl::Status CheckSimilarity(std::span<const int32_t> a, std::span<const int32_t> b, size_t n_cosines,
+                             const HrrConfig& config) {
+  FB_HRR_CHECK(CheckSlots("a", a, config));
+  FB_HRR_CHECK(CheckSlots("b", b, config));
+  FB_HRR_CHECK(CheckCount("b", b.size(), a.size()));
+  return CheckCount("cosines", n_cosines, a.size());
+}
+
+absl::Status CheckCleanupCall(std::span<const int32_t> queries, int item_begin, int item_count, int k,
+                              size_t n_slots, size_t n_cosines, const HrrConfig& config) {
+  FB_HRR_CHECK(CheckSlots("queries", queries, config));
+  return CheckCleanup(item_begin, item_count, k, queries.size(), n_slots, n_cosines, config);
+}
+
+#undef FB_HRR_CHECK
+
 }  // namespace fieldbrain::hrr

@@ -31,4 +31,22 @@ absl::Status CheckUnary(std::span<const int32_t> out, std::span<const int32_t> a
 absl::Status CheckBinary(std::span<const int32_t> out, std::span<const int32_t> a, std::span<const int32_t> b,
                          const HrrConfig& config);
 
+// One check per HrrSpace call, in the order the backends apply them, so that both refuse exactly
+// the same calls with the same words.
+absl::Status CheckPut(std::span<const int32_t> slots, std::span<const float> values, const HrrConfig& config);
+absl::Status CheckGet(std::span<const int32_t> slots, size_t n_values, const HrrConfig& config);
+absl::Status CheckPutSpectra(std::span<const int32_t> slots, std::span<const Cf> spectra, const HrrConfig& config);
+absl::Status CheckGetSpectra(std::span<const int32_t> slots, size_t n_spectra, const HrrConfig& config);
+absl::Status CheckRandom(std::span<const int32_t> slots, size_t n_ids, const HrrConfig& config);
+absl::Status CheckPermute(std::span<const int32_t> out, std::span<const int32_t> a, std::span<const int32_t> shifts,
+                          const HrrConfig& config);
+absl::Status CheckPower(std::span<const int32_t> out, std::span<const int32_t> base, std::span<const float> exponents,
+                        const HrrConfig& config);
+absl::Status CheckSuperpose(std::span<const int32_t> out, std::span<const int32_t> offsets,
+                            std::span<const int32_t> terms, std::span<const float> weights, const HrrConfig& config);
+absl::Status CheckSimilarity(std::span<const int32_t> a, std::span<const int32_t> b, size_t n_cosines,
+                             const HrrConfig& config);
+absl::Status CheckCleanupCall(std::span<const int32_t> queries, int item_begin, int item_count, int k,
+                              size_t n_slots, size_t n_cosines, const HrrConfig& config);
+
 }  // namespace fieldbrain::hrr

@@ -19,6 +19,7 @@
 
 #include "benchmark/benchmark.h"
 #include "gpu/hrr/hrr_space.h"
+#include "tests/hrr/slot_lists.h"
 
 #ifndef FIELDBRAIN_NUMPY_REFERENCE
 #error "FIELDBRAIN_NUMPY_REFERENCE must name numpy_hrr_reference.py"
@@ -26,6 +27,9 @@
 
 namespace fieldbrain::hrr {
 namespace {
+
+using testing::Ids;
+using testing::Range;
 
 constexpr int kDim = 1024;
 
@@ -54,12 +58,6 @@ void VsNumpy(benchmark::State& state, const char* name, double ours_us) {
   auto it = Numpy().find(name);
   if (it != Numpy().end() && ours_us > 0) state.counters[std::string("numpy_") + name + "_us"] = it->second,
                                          state.counters["x_faster_than_numpy"] = it->second / ours_us;
-}
-
-std::vector<int32_t> Range(int begin, int n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), begin);
-  return v;
 }
 
 std::unique_ptr<HrrSpace> Space(int capacity, int max_batch) {

@@ -51,9 +51,13 @@
 #include "gpu/cuda/cuda_engine.h"
 #include "gpu/hrr/cuda/cuda_hrr_space.h"
 #include "gpu/hrr/hrr_space.h"
+#include "tests/hrr/slot_lists.h"
 
 namespace fieldbrain::hrr {
 namespace {
+
+using testing::Ids;
+using testing::Range;
 
 constexpr int kDevice = 0;
 constexpr int kDim = 1024;
@@ -77,18 +81,6 @@ double Median(std::vector<double> v) {
   if (v.size() % 2 == 1) return v[mid];
   const double upper = v[mid];
   return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + mid));
-}
-
-std::vector<int32_t> Range(int begin, int n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), begin);
-  return v;
-}
-
-std::vector<uint64_t> Ids(int begin, int n) {
-  std::vector<uint64_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), uint64_t(begin));
-  return v;
 }
 
 int IterationsFor(int64_t work) { return int(std::clamp<int64_t>(int64_t(2000000) / std::max<int64_t>(work, 1), 10, 2000)); }

@@ -43,6 +43,7 @@
 
 #include "gpu/engine.h"
 #include "gpu/hrr/hrr_space.h"
+#include "tests/hrr/slot_lists.h"
 #include "gtest/gtest.h"
 #if FIELDBRAIN_HAVE_CUDA_HRR
 #include <cuda_runtime_api.h>
@@ -53,6 +54,9 @@
 
 namespace fieldbrain::hrr {
 namespace {
+
+using testing::Ids;
+using testing::Range;
 
 #if FIELDBRAIN_HAVE_CUDA_HRR
 
@@ -77,18 +81,6 @@ constexpr double kPowerTol = 1e-4;
 constexpr double kSuperposeTol = 1e-4;
 constexpr double kCosTol = 1e-5;
 constexpr double kTieTol = 2 * kCosTol;
-
-std::vector<int32_t> Range(int begin, int n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), begin);
-  return v;
-}
-
-std::vector<uint64_t> Ids(int begin, int n) {
-  std::vector<uint64_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), uint64_t(begin));
-  return v;
-}
 
 std::unique_ptr<HrrSpace> MustMake(std::string_view backend, const HrrConfig& config, HrrStorage storage = {}) {
   absl::StatusOr<std::unique_ptr<HrrSpace>> s = MakeHrrSpace(backend, config, storage);

@@ -11,9 +11,13 @@
 
 #include "gtest/gtest.h"
 #include "gpu/hrr/hrr_space.h"
+#include "tests/hrr/slot_lists.h"
 
 namespace fieldbrain::hrr {
 namespace {
+
+using testing::Ids;
+using testing::Range;
 
 constexpr int kDim = 1024;
 
@@ -21,18 +25,6 @@ std::unique_ptr<HrrSpace> Space(int dim = kDim, int capacity = 4096, int max_bat
   absl::StatusOr<std::unique_ptr<HrrSpace>> s = MakeHrrSpace("cpu", HrrConfig{dim, capacity, max_batch});
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
-}
-
-std::vector<int32_t> Range(int begin, int n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), begin);
-  return v;
-}
-
-std::vector<uint64_t> Ids(int begin, int n) {
-  std::vector<uint64_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), uint64_t(begin));
-  return v;
 }
 
 float Cos(HrrSpace& s, int32_t a, int32_t b) {

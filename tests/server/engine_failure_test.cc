@@ -39,16 +39,6 @@ constexpr int kFailAfterBatches = 20;
 constexpr int kRobots = 3;
 constexpr char kFailureLog[] = "engine failed and refuses every batch";
 
-template <typename F>
-bool Eventually(F done, absl::Duration timeout = absl::Seconds(30)) {
-  const absl::Time until = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() > until) return false;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return true;
-}
-
 int CountOccurrences(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

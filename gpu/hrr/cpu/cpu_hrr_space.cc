@@ -72,9 +72,7 @@ class CpuHrrSpace final : public HrrSpace {
   }
 
   absl::Status Put(std::span<const int32_t> slots, std::span<const float> values) override {
-    if (absl::Status s = CheckSlots("slots", slots, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("values", values.size(), slots.size() * size_t(config_.dim)); !s.ok()) return s;
-    if (absl::Status s = CheckFinite("values", values, config_.dim); !s.ok()) return s;
+    if (absl::Status s = CheckPut(slots, values, config_); !s.ok()) return s;
     const int n = int(slots.size());
     const int dim = config_.dim;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n >= kParallelFrom)
@@ -87,8 +85,7 @@ class CpuHrrSpace final : public HrrSpace {
   }
 
   absl::Status Get(std::span<const int32_t> slots, std::span<float> values) override {
-    if (absl::Status s = CheckSlots("slots", slots, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("values", values.size(), slots.size() * size_t(config_.dim)); !s.ok()) return s;
+    if (absl::Status s = CheckGet(slots, values.size(), config_); !s.ok()) return s;
     const int n = int(slots.size());
     const int dim = config_.dim;
     const float scale = 1.0f / float(dim);
@@ -103,18 +100,14 @@ class CpuHrrSpace final : public HrrSpace {
   }
 
   absl::Status PutSpectra(std::span<const int32_t> slots, std::span<const Cf> spectra) override {
-    if (absl::Status s = CheckSlots("slots", slots, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("spectra", spectra.size(), slots.size() * size_t(bins_)); !s.ok()) return s;
-    const std::span<const float> as_floats(reinterpret_cast<const float*>(spectra.data()), spectra.size() * 2);
-    if (absl::Status s = CheckFinite("spectra (re, im pairs)", as_floats, 2 * bins_); !s.ok()) return s;
+    if (absl::Status s = CheckPutSpectra(slots, spectra, config_); !s.ok()) return s;
     std::memcpy(stage_.data(), spectra.data(), spectra.size() * sizeof(Cf));
     Commit(slots);
     return absl::OkStatus();
   }
 
   absl::Status GetSpectra(std::span<const int32_t> slots, std::span<Cf> spectra) override {
-    if (absl::Status s = CheckSlots("slots", slots, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("spectra", spectra.size(), slots.size() * size_t(bins_)); !s.ok()) return s;
+    if (absl::Status s = CheckGetSpectra(slots, spectra.size(), config_); !s.ok()) return s;
     for (size_t i = 0; i < slots.size(); ++i)
       std::memcpy(spectra.data() + i * size_t(bins_), Spectrum(slots[i]), size_t(bins_) * sizeof(Cf));
     return absl::OkStatus();
@@ -122,8 +115,7 @@ class CpuHrrSpace final : public HrrSpace {
 
   absl::Status Random(std::span<const int32_t> slots, VectorKind kind, uint64_t seed,
                       std::span<const uint64_t> ids) override {
-    if (absl::Status s = CheckSlots("slots", slots, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("ids", ids.size(), slots.size()); !s.ok()) return s;
+    if (absl::Status s = CheckRandom(slots, ids.size(), config_); !s.ok()) return s;
     const int bins = bins_;
     switch (kind) {
       case VectorKind::kGaussian:
@@ -176,8 +168,7 @@ class CpuHrrSpace final : public HrrSpace {
 
   absl::Status Permute(std::span<const int32_t> out, std::span<const int32_t> a,
                        std::span<const int32_t> shifts) override {
-    if (absl::Status s = CheckUnary(out, a, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("shifts", shifts.size(), out.size()); !s.ok()) return s;
+    if (absl::Status s = CheckPermute(out, a, shifts, config_); !s.ok()) return s;
     const int dim = config_.dim;
     Map(out.size(), [&](int i, int k) { return cmul(Bin(a, i, k), shift_phase(k, shifts[size_t(i)], dim)); });
     Commit(out);
@@ -186,9 +177,7 @@ class CpuHrrSpace final : public HrrSpace {
 
   absl::Status Power(std::span<const int32_t> out, std::span<const int32_t> base,
                      std::span<const float> exponents) override {
-    if (absl::Status s = CheckUnary(out, base, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("exponents", exponents.size(), out.size()); !s.ok()) return s;
-    if (absl::Status s = CheckFinite("exponents", exponents, 1); !s.ok()) return s;
+    if (absl::Status s = CheckPower(out, base, exponents, config_); !s.ok()) return s;
     const int bins = bins_;
     Map(out.size(), [&](int i, int k) {
       return cpow(Bin(base, i, k), exponents[size_t(i)], k == 0 || k == bins - 1);
@@ -199,13 +188,7 @@ class CpuHrrSpace final : public HrrSpace {
 
   absl::Status Superpose(std::span<const int32_t> out, std::span<const int32_t> offsets, std::span<const int32_t> terms,
                          std::span<const float> weights, bool normalize) override {
-    if (absl::Status s = CheckSlots("out", out, config_); !s.ok()) return s;
-    if (absl::Status s = CheckSlots("terms", terms, config_); !s.ok()) return s;
-    if (absl::Status s = CheckOffsets(offsets, out.size(), terms.size()); !s.ok()) return s;
-    if (!weights.empty()) {
-      if (absl::Status s = CheckCount("weights", weights.size(), terms.size()); !s.ok()) return s;
-      if (absl::Status s = CheckFinite("weights", weights, 1); !s.ok()) return s;
-    }
+    if (absl::Status s = CheckSuperpose(out, offsets, terms, weights, config_); !s.ok()) return s;
     const int n = int(out.size());
     const int bins = bins_;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n >= kParallelFrom)
@@ -230,10 +213,7 @@ class CpuHrrSpace final : public HrrSpace {
   }
 
   absl::Status Similarity(std::span<const int32_t> a, std::span<const int32_t> b, std::span<float> cosines) override {
-    if (absl::Status s = CheckSlots("a", a, config_); !s.ok()) return s;
-    if (absl::Status s = CheckSlots("b", b, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCount("b", b.size(), a.size()); !s.ok()) return s;
-    if (absl::Status s = CheckCount("cosines", cosines.size(), a.size()); !s.ok()) return s;
+    if (absl::Status s = CheckSimilarity(a, b, cosines.size(), config_); !s.ok()) return s;
     const int n = int(a.size());
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n >= kParallelFrom)
     for (int i = 0; i < n; ++i) cosines[size_t(i)] = Cosine(a[size_t(i)], b[size_t(i)]);
@@ -242,9 +222,7 @@ class CpuHrrSpace final : public HrrSpace {
 
   absl::Status Cleanup(std::span<const int32_t> queries, int item_begin, int item_count, int k,
                        std::span<int32_t> top_slots, std::span<float> top_cosines) override {
-    if (absl::Status s = CheckSlots("queries", queries, config_); !s.ok()) return s;
-    if (absl::Status s = CheckCleanup(item_begin, item_count, k, queries.size(), top_slots.size(), top_cosines.size(),
-                                      config_);
+    if (absl::Status s = CheckCleanupCall(queries, item_begin, item_count, k, top_slots.size(), top_cosines.size(), config_);
         !s.ok())
       return s;
     for (size_t q = 0; q < queries.size(); ++q) {

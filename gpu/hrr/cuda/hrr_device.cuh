@@ -6,12 +6,13 @@
 
 #include <cstdint>
 
+#include "gpu/cuda/device_reduce.cuh"
 #include "gpu/hrr/hrr_math.h"
 #include "gpu/hrr/top_k.h"
 
 namespace fieldbrain::hrr::cuda {
 
-inline constexpr int kWarpSize = 32;
+inline constexpr int kWarpSize = fieldbrain::cuda::kWarp;
 
 // Every row of bins starts on a multiple of 8 bytes (regions are 256-byte aligned, a bin is 8
 // bytes), so a bin is one 8-byte access: a warp reads 256 contiguous bytes, not 64 scattered ones.
@@ -43,28 +44,9 @@ __device__ __forceinline__ bool FlatEntryBin(int n, int bins, int& entry, int& k
   return true;
 }
 
-// Sum over a full warp, read by every lane from lane 0: a fixed tree.
-__device__ __forceinline__ float WarpSum(float v) {
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-
-// Sum over the block's kThreads threads (all must call it); every thread gets the same value,
-// the warp sums added in warp order. `scratch`: kThreads / 32 floats of shared memory.
-template <int kThreads>
-__device__ __forceinline__ float BlockSum(float v, float* scratch) {
-  static_assert(kThreads % kWarpSize == 0, "whole warps only");
-  constexpr int kWarps = kThreads / kWarpSize;
-  v = WarpSum(v);
-  if (threadIdx.x % kWarpSize == 0) scratch[threadIdx.x / kWarpSize] = v;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) total += scratch[w];
-  __syncthreads();
-  return total;
-}
+// Deterministic warp and block sums: the engine's (gpu/cuda/device_reduce.cuh).
+using fieldbrain::cuda::BlockSum;
+using fieldbrain::cuda::WarpSum;
 
 // A (cosine, slot) pair; slot -1 is the empty entry, which ranks after everything.
 struct Ranked {
