@@ -48,17 +48,18 @@ int CountOccurrences(const std::string& text, const std::string& what) {
 class EngineFailureTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = testing::PickFreePort();
-    metrics_port_ = testing::PickFreePort();
     log_path_ = ::testing::TempDir() + "engine_failure_test_stderr.log";
     std::optional<ChildProcess> child = ChildProcess::Spawn(
-        {BRAIN_SERVER_PATH, absl::StrCat("--listen=127.0.0.1:", port_), "--engine=cpu", "--field=small",
-         "--max_robots=4", "--threads=1", "--batch_window_us=0",
-         absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_),
+        {BRAIN_SERVER_PATH, "--listen=127.0.0.1:0", "--engine=cpu", "--field=small", "--max_robots=4",
+         "--threads=1", "--batch_window_us=0", "--metrics_listen=127.0.0.1:0",
          absl::StrCat("--test_fail_engine_after_batches=", kFailAfterBatches)},
         log_path_);
     ASSERT_TRUE(child.has_value());
     daemon_.emplace(std::move(*child));
+    const std::optional<testing::DaemonPorts> ports = testing::WaitForDaemonPorts(*daemon_, log_path_, absl::Seconds(30));
+    ASSERT_TRUE(ports.has_value()) << "brain-server did not start:\n" << Log();
+    port_ = ports->grpc;
+    metrics_port_ = ports->metrics;
     channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials());
     ASSERT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)))
         << "brain-server did not come up";
@@ -76,12 +77,7 @@ class EngineFailureTest : public ::testing::Test {
     return response.status();
   }
 
-  std::string Log() const {
-    std::ifstream in(log_path_);
-    std::stringstream all;
-    all << in.rdbuf();
-    return all.str();
-  }
+  std::string Log() const { return testing::ReadFile(log_path_); }
 
   int port_ = 0, metrics_port_ = 0;
   std::string log_path_;

@@ -33,16 +33,18 @@ std::string FromEnv(const char* name, const char* fallback) {
 }
 
 TEST(MemoryE2eTest, BindUnbindCleanupThroughTheDaemon) {
-  const int port = testing::PickFreePort();
-  const int metrics_port = testing::PickFreePort();
-  ASSERT_GT(port, 0);
-  const std::string target = absl::StrCat("127.0.0.1:", port);
   const std::string engine = FromEnv("FIELDBRAIN_E2E_ENGINE", "cpu");
+  const std::string log_path = ::testing::TempDir() + "memory_e2e_test.log";
   std::optional<testing::ChildProcess> daemon = testing::ChildProcess::Spawn(
-      {FromEnv("BRAIN_SERVER", BRAIN_SERVER_PATH), "--listen=" + target, "--engine=" + engine, "--field=small",
+      {FromEnv("BRAIN_SERVER", BRAIN_SERVER_PATH), "--listen=127.0.0.1:0", "--engine=" + engine, "--field=small",
        "--max_robots=2", "--threads=1", "--memory_arena_bytes=67108864", "--memory_max_request_vectors=512",
-       absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port)});
+       "--metrics_listen=127.0.0.1:0"},
+      log_path);
   ASSERT_TRUE(daemon.has_value());
+  const std::optional<testing::DaemonPorts> ports = testing::WaitForDaemonPorts(*daemon, log_path, absl::Seconds(30));
+  ASSERT_TRUE(ports.has_value()) << "brain-server did not start:\n" << testing::ReadFile(log_path);
+  const std::string target = absl::StrCat("127.0.0.1:", ports->grpc);
+  const int metrics_port = ports->metrics;
 
   testing::MemoryCalls calls(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   // The daemon is ready once ListSpaces answers.

@@ -98,17 +98,22 @@ class ServerE2eTest : public ::testing::Test {
   // Starts the daemon (small field, the engine under test) and waits until it answers
   // GetServerInfo.
   void StartDaemon(std::vector<std::string> extra = {}) {
-    port_ = testing::PickFreePort();
-    ASSERT_GT(port_, 0);
-    target_ = absl::StrCat("127.0.0.1:", port_);
-    std::vector<std::string> argv = {ServerBinary(),        "--listen=" + target_,
+    // Port 0: the daemon picks free ports and names them in its start-up log.
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    log_path_ = ::testing::TempDir() + "server_e2e_" + test->name() + ".log";
+    std::vector<std::string> argv = {ServerBinary(),        "--listen=127.0.0.1:0",
                                      "--engine=" + EngineUnderTest(), "--field=small",
                                      "--max_robots=8",      "--threads=1",
                                      "--shutdown_deadline_s=5"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    std::optional<ChildProcess> p = ChildProcess::Spawn(argv);
+    std::optional<ChildProcess> p = ChildProcess::Spawn(argv, log_path_);
     ASSERT_TRUE(p.has_value()) << "cannot start " << ServerBinary();
     daemon_.emplace(std::move(*p));
+    const std::optional<testing::DaemonPorts> ports = testing::WaitForDaemonPorts(*daemon_, log_path_, absl::Seconds(30));
+    ASSERT_TRUE(ports.has_value()) << "brain-server did not start:\n" << testing::ReadFile(log_path_);
+    ports_ = *ports;
+    port_ = ports->grpc;
+    target_ = absl::StrCat("127.0.0.1:", port_);
     channel_ = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
     stub_ = brain::v1::Brain::NewStub(channel_);
     ASSERT_TRUE(Eventually([&] { return Info().has_value() || !daemon_->running(); }));
@@ -124,6 +129,12 @@ class ServerE2eTest : public ::testing::Test {
     return info;
   }
 
+  void TearDown() override {
+    if (HasFailure() && !log_path_.empty()) std::printf("brain-server's log:\n%s", testing::ReadFile(log_path_).c_str());
+  }
+
+  std::string log_path_;
+  testing::DaemonPorts ports_;
   int port_ = 0;
   std::string target_;
   std::optional<ChildProcess> daemon_;
@@ -243,8 +254,9 @@ TEST_F(ServerE2eTest, SigtermExitsZeroWithinTheShutdownDeadline) {
 }
 
 TEST_F(ServerE2eTest, ServesMetricsOverHttp) {
-  const int metrics_port = testing::PickFreePort();
-  StartDaemon({absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port)});
+  StartDaemon({"--metrics_listen=127.0.0.1:0"});
+  const int metrics_port = ports_.metrics;
+  ASSERT_GT(metrics_port, 0);
   std::unique_ptr<BrainClient> c = Connect(target_, "measured");
   ASSERT_NE(c, nullptr);
   for (int i = 0; i < 5; ++i) ASSERT_FALSE(c->Step(kValues, 0.0f, absl::Seconds(10)).safe_stop);

@@ -9,6 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -48,6 +52,45 @@ std::string HttpGet(int port, const std::string& path) {
   }
   close(fd);
   return body;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+namespace {
+
+// The number after the first `key` in `text`, or 0.
+int PortAfter(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return 0;
+  const size_t colon = text.find_first_of(" /", at + key.size());
+  const std::string address = text.substr(at + key.size(), colon - at - key.size());
+  const size_t last = address.rfind(':');
+  return last == std::string::npos ? 0 : std::atoi(address.c_str() + last + 1);
+}
+
+}  // namespace
+
+std::optional<DaemonPorts> WaitForDaemonPorts(ChildProcess& daemon, const std::string& log_path,
+                                              absl::Duration timeout) {
+  const absl::Time until = absl::Now() + timeout;
+  while (absl::Now() < until && daemon.running()) {
+    const std::string log = ReadFile(log_path);
+    const size_t line_at = log.find(" listening on ");
+    if (line_at != std::string::npos && log.find('\n', line_at) != std::string::npos) {
+      const std::string line = log.substr(line_at, log.find('\n', line_at) - line_at);
+      DaemonPorts ports;
+      ports.grpc = PortAfter(line, " listening on ");
+      ports.metrics = PortAfter(line, " metrics=");
+      if (ports.grpc > 0) return ports;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return std::nullopt;
 }
 
 std::optional<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,

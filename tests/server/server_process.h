@@ -18,6 +18,20 @@ int PickFreePort();
 // nothing answered. No HTTP client library in the test deps; this is enough for /metrics.
 std::string HttpGet(int port, const std::string& path);
 
+class ChildProcess;
+
+// The ports a brain-server started with --listen=HOST:0 (and --metrics_listen=HOST:0) bound, read
+// from its start-up log line in `log_path` (its stderr). Asking the daemon beats picking a free
+// port first: between the pick and the bind, another test's connection may take that port.
+struct DaemonPorts {
+  int grpc = 0;
+  int metrics = 0;  // 0 without --metrics_listen
+};
+std::optional<DaemonPorts> WaitForDaemonPorts(ChildProcess& daemon, const std::string& log_path,
+                                              absl::Duration timeout);
+// The whole file, for failure messages.
+std::string ReadFile(const std::string& path);
+
 class ChildProcess {
  public:
   // Starts `argv[0]` with the given arguments; stdout goes to the test's, stderr too unless

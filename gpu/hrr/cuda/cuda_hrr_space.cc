@@ -9,6 +9,8 @@
 // the call returns data; one stream synchronisation. Everything is allocated in Init().
 #include "gpu/hrr/cuda/cuda_hrr_space.h"
 
+#include "gpu/hrr/cuda/cuda_libraries.h"
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -416,6 +418,7 @@ absl::StatusOr<std::unique_ptr<HrrSpace>> MakeCudaHrrSpace(const HrrConfig& conf
     return absl::UnavailableError(absl::StrCat("no CUDA device: ", e == cudaSuccess ? "none found" : cudaGetErrorString(e)));
   }
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
+  if (absl::Status s = LoadCudaLibraries(); !s.ok()) return s;
   if (const cudaError_t e = CheckHrrKernelImage(); e != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
     return absl::UnavailableError(absl::StrCat("CUDA device ", kDevice, " cannot run this build's HRR kernels: ",

@@ -1,5 +1,7 @@
 #include "gpu/hrr/cuda/fft_plans.h"
 
+#include "gpu/hrr/cuda/cuda_libraries.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -60,20 +62,20 @@ FftPlans::Plan& FftPlans::Plan::operator=(Plan&& o) noexcept {
 }
 
 void FftPlans::Plan::Reset() {
-  if (valid_) static_cast<void>(cufftDestroy(handle_));  // nothing to report it to from here
+  if (valid_) static_cast<void>(Cufft().destroy(handle_));  // nothing to report it to from here
   valid_ = false;
 }
 
 absl::Status FftPlans::Plan::Make(int dim, int batch, cufftType type, cudaStream_t stream, size_t& work_bytes) {
   Reset();
-  FB_CUFFT_CHECK(cufftCreate(&handle_));
+  FB_CUFFT_CHECK(Cufft().create(&handle_));
   valid_ = true;
-  FB_CUFFT_CHECK(cufftSetAutoAllocation(handle_, 0));
+  FB_CUFFT_CHECK(Cufft().set_auto_allocation(handle_, 0));
   // The 64-bit interface: dim x batch may pass 2^31 elements for large dimensions and batches.
   long long n = dim;
   size_t bytes = 0;
-  FB_CUFFT_CHECK(cufftMakePlanMany64(handle_, 1, &n, nullptr, 1, 0, nullptr, 1, 0, type, batch, &bytes));
-  FB_CUFFT_CHECK(cufftSetStream(handle_, stream));
+  FB_CUFFT_CHECK(Cufft().make_plan_many64(handle_, 1, &n, nullptr, 1, 0, nullptr, 1, 0, type, batch, &bytes));
+  FB_CUFFT_CHECK(Cufft().set_stream(handle_, stream));
   work_bytes = bytes;
   return absl::OkStatus();
 }
@@ -96,8 +98,8 @@ absl::Status FftPlans::Init(int dim, int max_batch, cudaStream_t stream) {
 
 absl::Status FftPlans::SetWorkArea(void* work) {
   for (size_t b = 0; b < buckets_.size(); ++b) {
-    FB_CUFFT_CHECK(cufftSetWorkArea(forward_[b].get(), work));
-    FB_CUFFT_CHECK(cufftSetWorkArea(inverse_[b].get(), work));
+    FB_CUFFT_CHECK(Cufft().set_work_area(forward_[b].get(), work));
+    FB_CUFFT_CHECK(Cufft().set_work_area(inverse_[b].get(), work));
   }
   return absl::OkStatus();
 }
@@ -106,13 +108,13 @@ int FftPlans::Rows(int n) const { return buckets_[size_t(fieldbrain::cuda::Bucke
 
 absl::Status FftPlans::Forward(int n, float* in, Cf* out) const {
   const size_t b = size_t(fieldbrain::cuda::BucketIndex(buckets_, n));
-  FB_CUFFT_CHECK(cufftExecR2C(forward_[b].get(), in, reinterpret_cast<cufftComplex*>(out)));
+  FB_CUFFT_CHECK(Cufft().exec_r2c(forward_[b].get(), in, reinterpret_cast<cufftComplex*>(out)));
   return absl::OkStatus();
 }
 
 absl::Status FftPlans::Inverse(int n, Cf* in, float* out) const {
   const size_t b = size_t(fieldbrain::cuda::BucketIndex(buckets_, n));
-  FB_CUFFT_CHECK(cufftExecC2R(inverse_[b].get(), reinterpret_cast<cufftComplex*>(in), out));
+  FB_CUFFT_CHECK(Cufft().exec_c2r(inverse_[b].get(), reinterpret_cast<cufftComplex*>(in), out));
   return absl::OkStatus();
 }
 

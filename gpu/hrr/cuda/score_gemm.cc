@@ -1,5 +1,7 @@
 #include "gpu/hrr/cuda/score_gemm.h"
 
+#include "gpu/hrr/cuda/cuda_libraries.h"
+
 #include "absl/strings/str_cat.h"
 #include "gpu/cuda/cuda_check.h"
 
@@ -8,7 +10,7 @@ namespace {
 
 absl::Status CublasError(cublasStatus_t s, const char* what) {
   const std::string message =
-      absl::StrCat(what, " failed: ", cublasGetStatusName(s), " (", cublasGetStatusString(s), ")");
+      absl::StrCat(what, " failed: ", Cublas().status_name(s), " (", Cublas().status_string(s), ")");
   if (s == CUBLAS_STATUS_ALLOC_FAILED) return absl::ResourceExhaustedError(message);
   if (s == CUBLAS_STATUS_NOT_INITIALIZED || s == CUBLAS_STATUS_ARCH_MISMATCH) return absl::UnavailableError(message);
   return absl::InternalError(message);
@@ -23,7 +25,7 @@ absl::Status CublasError(cublasStatus_t s, const char* what) {
 }  // namespace
 
 ScoreGemm::~ScoreGemm() {
-  if (handle_ != nullptr) static_cast<void>(cublasDestroy(handle_));
+  if (handle_ != nullptr) static_cast<void>(Cublas().destroy(handle_));
 }
 
 absl::Status ScoreGemm::WorkspaceBytes(size_t& bytes) {
@@ -36,13 +38,13 @@ absl::Status ScoreGemm::WorkspaceBytes(size_t& bytes) {
 }
 
 absl::Status ScoreGemm::Init(cudaStream_t stream, void* workspace, size_t workspace_bytes) {
-  FB_CUBLAS_CHECK(cublasCreate(&handle_));
-  FB_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+  FB_CUBLAS_CHECK(Cublas().create(&handle_));
+  FB_CUBLAS_CHECK(Cublas().set_stream(handle_, stream));
   // After the stream: setting a stream resets the workspace to cuBLAS's own pool.
-  FB_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace, workspace_bytes));
-  FB_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
-  FB_CUBLAS_CHECK(cublasSetAtomicsMode(handle_, CUBLAS_ATOMICS_NOT_ALLOWED));
-  FB_CUBLAS_CHECK(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST));
+  FB_CUBLAS_CHECK(Cublas().set_workspace(handle_, workspace, workspace_bytes));
+  FB_CUBLAS_CHECK(Cublas().set_math_mode(handle_, CUBLAS_DEFAULT_MATH));
+  FB_CUBLAS_CHECK(Cublas().set_atomics_mode(handle_, CUBLAS_ATOMICS_NOT_ALLOWED));
+  FB_CUBLAS_CHECK(Cublas().set_pointer_mode(handle_, CUBLAS_POINTER_MODE_HOST));
   return absl::OkStatus();
 }
 
@@ -51,7 +53,7 @@ absl::Status ScoreGemm::Scores(const float* items, int n_items, const float* que
   const float one = 1.0f, zero = 0.0f;
   // Column-major: items is len x n_items (column i = item i), queries len x n_queries;
   // scores = items^T queries, n_items x n_queries.
-  FB_CUBLAS_CHECK(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, n_items, n_queries, len, &one, items, len, queries,
+  FB_CUBLAS_CHECK(Cublas().sgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, n_items, n_queries, len, &one, items, len, queries,
                               len, &zero, scores, n_items));
   return absl::OkStatus();
 }

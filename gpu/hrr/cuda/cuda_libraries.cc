@@ -1,0 +1,88 @@
+#include "gpu/hrr/cuda/cuda_libraries.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+#ifndef FIELDBRAIN_CUDA_LIBRARY_DIR
+#define FIELDBRAIN_CUDA_LIBRARY_DIR ""
+#endif
+
+namespace fieldbrain::hrr::cuda {
+namespace {
+
+// By soname through the loader's search path (LD_LIBRARY_PATH, ld.so.conf), then in the toolkit
+// directory the build used. The handle is never closed: the entry points live as long as the
+// process.
+absl::StatusOr<void*> Open(const std::string& soname) {
+  if (void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  const std::string first_error = dlerror();
+  const std::string dir = FIELDBRAIN_CUDA_LIBRARY_DIR;
+  if (!dir.empty()) {
+    if (void* h = dlopen((dir + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  }
+  return absl::UnavailableError(absl::StrCat("cannot open ", soname, ": ", first_error));
+}
+
+template <typename Fn>
+absl::Status Bind(void* library, const char* soname, const char* symbol, Fn& fn) {
+  fn = reinterpret_cast<Fn>(dlsym(library, symbol));
+  if (fn == nullptr) return absl::UnavailableError(absl::StrCat(soname, " has no ", symbol));
+  return absl::OkStatus();
+}
+
+struct Libraries {
+  absl::Status status;
+  CufftApi cufft;
+  CublasApi cublas;
+};
+
+absl::Status Load(Libraries& l) {
+  const std::string cufft_name = absl::StrCat("libcufft.so.", CUFFT_VER_MAJOR);
+  const std::string cublas_name = absl::StrCat("libcublas.so.", CUBLAS_VER_MAJOR);
+  absl::StatusOr<void*> fft = Open(cufft_name);
+  if (!fft.ok()) return fft.status();
+  absl::StatusOr<void*> blas = Open(cublas_name);
+  if (!blas.ok()) return blas.status();
+  const char* f = cufft_name.c_str();
+  const char* b = cublas_name.c_str();
+  for (absl::Status s : {Bind(*fft, f, "cufftCreate", l.cufft.create), Bind(*fft, f, "cufftDestroy", l.cufft.destroy),
+                         Bind(*fft, f, "cufftSetAutoAllocation", l.cufft.set_auto_allocation),
+                         Bind(*fft, f, "cufftMakePlanMany64", l.cufft.make_plan_many64),
+                         Bind(*fft, f, "cufftSetStream", l.cufft.set_stream),
+                         Bind(*fft, f, "cufftSetWorkArea", l.cufft.set_work_area),
+                         Bind(*fft, f, "cufftExecR2C", l.cufft.exec_r2c), Bind(*fft, f, "cufftExecC2R", l.cufft.exec_c2r),
+                         Bind(*blas, b, "cublasCreate_v2", l.cublas.create),
+                         Bind(*blas, b, "cublasDestroy_v2", l.cublas.destroy),
+                         Bind(*blas, b, "cublasSetStream_v2", l.cublas.set_stream),
+                         Bind(*blas, b, "cublasSetWorkspace_v2", l.cublas.set_workspace),
+                         Bind(*blas, b, "cublasSetMathMode", l.cublas.set_math_mode),
+                         Bind(*blas, b, "cublasSetAtomicsMode", l.cublas.set_atomics_mode),
+                         Bind(*blas, b, "cublasSetPointerMode_v2", l.cublas.set_pointer_mode),
+                         Bind(*blas, b, "cublasSgemm_v2", l.cublas.sgemm),
+                         Bind(*blas, b, "cublasGetStatusName", l.cublas.status_name),
+                         Bind(*blas, b, "cublasGetStatusString", l.cublas.status_string)}) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+const Libraries& Loaded() {
+  static const Libraries libraries = [] {
+    Libraries l;
+    l.status = Load(l);
+    return l;
+  }();
+  return libraries;
+}
+
+}  // namespace
+
+absl::Status LoadCudaLibraries() { return Loaded().status; }
+const CufftApi& Cufft() { return Loaded().cufft; }
+const CublasApi& Cublas() { return Loaded().cublas; }
+
+}  // namespace fieldbrain::hrr::cuda
