@@ -51,6 +51,8 @@ class CpuEngine final : public Engine {
         explore_(config.max_batch),
         partials_(size_t(config.max_batch) * config.shape.nx),
         pattern_z_(size_t(config.max_batch) * size_t(PatternZFloats(config.shape))),
+        memory_planes_(size_t(config.max_batch) * size_t(config.shape.nx) * size_t(MemoryPlaneFloats(config.shape))),
+        pooled_(size_t(config.max_robots) * size_t(config.shape.memory()) * size_t(config.shape.coarse_voxels())),
         device_(CpuModelName()) {
     scratch_.reserve(threads_);
     for (int t = 0; t < threads_; ++t) scratch_.push_back(std::make_unique<SlabScratch>(config.shape));
@@ -88,6 +90,7 @@ class CpuEngine final : public Engine {
     std::memset(Pattern(*slot), 0, pool_.pattern_bytes());
     *Memory(*slot) = MemoryBank{};
     std::memset(MemoryPatterns(*slot), 0, size_t(pool_.memory_patterns_bytes()));
+    PoolMemoryChannels(field, config_.shape, Pooled(*slot));
     return *slot;
   }
 
@@ -113,8 +116,8 @@ class CpuEngine final : public Engine {
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int r = 0; r < n; ++r) {
       const int slot = rows[r].slot;
-      MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Field(pool_.current_buffer(slot)),
-                 config_.shape, rows[r].sensors, rows[r].reward, Pattern(slot));
+      MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Pooled(slot), config_.shape,
+                 rows[r].sensors, rows[r].reward, Pattern(slot));
       if (State(slot)->pattern_active) UpsamplePatternZ(Pattern(slot), config_.shape, PatternZ(r));
     }
 
@@ -132,7 +135,8 @@ class CpuEngine final : public Engine {
                          Field(pool_.current_buffer(slot)),
                          PatternZ(r),
                          State(slot)->pattern_active != 0,
-                         Field(pool_.spare_buffer(r))};
+                         Field(pool_.spare_buffer(r)),
+                         MemoryPlane(r, x)};
       EvolveSlab(slab, x, *scratch_[omp_get_thread_num()], partials_[size_t(job)]);
     }
     pool_.CommitBatch(rows);
@@ -142,6 +146,7 @@ class CpuEngine final : public Engine {
     for (int r = 0; r < n; ++r) {
       model::FieldSummary summary{};
       for (int x = 0; x < nx; ++x) Accumulate(summary, partials_[size_t(r) * nx + x]);
+      PoolFromMemoryPlanes(MemoryPlane(r, 0), config_.shape, Pooled(rows[r].slot));
       CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary,
                  &errors_[size_t(r) * kMaxSensors], explore_[r], rows[r].reward, outputs_[r]);
     }
@@ -180,6 +185,7 @@ class CpuEngine final : public Engine {
     std::memcpy(Pattern(slot), s.pattern.data(), s.pattern.size() * sizeof(float));
     *Memory(slot) = s.memory;
     std::memcpy(MemoryPatterns(slot), s.memory_patterns.data(), s.memory_patterns.size() * sizeof(float));
+    PoolMemoryChannels(Field(pool_.current_buffer(slot)), config_.shape, Pooled(slot));
     return absl::OkStatus();
   }
 
@@ -195,6 +201,10 @@ class CpuEngine final : public Engine {
   float* Pattern(int slot) { return reinterpret_cast<float*>(block_.get() + pool_.pattern_offset(slot)); }
   RobotParams* Params(int slot) { return reinterpret_cast<RobotParams*>(block_.get() + pool_.params_offset(slot)); }
   RobotState* State(int slot) { return reinterpret_cast<RobotState*>(block_.get() + pool_.state_offset(slot)); }
+  float* MemoryPlane(int row, int x) {
+    return memory_planes_.data() + (size_t(row) * config_.shape.nx + size_t(x)) * size_t(MemoryPlaneFloats(config_.shape));
+  }
+  float* Pooled(int slot) { return pooled_.data() + size_t(slot) * size_t(pool_.pattern_floats()); }
   float* PatternZ(int row) { return pattern_z_.data() + size_t(row) * size_t(PatternZFloats(config_.shape)); }
   MemoryBank* Memory(int slot) { return reinterpret_cast<MemoryBank*>(block_.get() + pool_.memory_offset(slot)); }
   float* MemoryPatterns(int slot) {
@@ -211,6 +221,8 @@ class CpuEngine final : public Engine {
   std::vector<float> explore_;
   std::vector<model::FieldSummary> partials_;
   std::vector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
+  std::vector<float> memory_planes_;  // per batch row and slab: the pass's memory plane sums
+  std::vector<float> pooled_;  // per slot: the coarse memory channels of its current field
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
   std::string device_;
   StageTimingSink* sink_ = nullptr;

@@ -116,17 +116,47 @@ SlabScratch::SlabScratch(const FieldShape& shape)
       imprint_(shape.nz),
       pattern_x_(size_t(shape.memory()) * (shape.ny / 4) * shape.nz),
       pattern_row_(shape.nz),
+      memory_columns_(size_t(shape.memory()) * (shape.ny / 4) * shape.nz),
       near_(size_t(shape.ny) * kMaxNear),
       near_count_(shape.ny) {}
 
 void UpsamplePatternZ(const float* coarse, const FieldShape& sh, float* out) {
-  const int cx = sh.nx / 4, cy = sh.ny / 4, Z = sh.nz;
-  for (int j = 0; j < sh.memory(); ++j) {
-    const float* channel = coarse + size_t(j) * sh.coarse_voxels();
-    for (int i = 0; i < cx; ++i)
-      for (int k = 0; k < cy; ++k)
-        for (int z = 0; z < Z; ++z) *out++ = model::pattern_z(channel, sh, i, k, model::pattern_axis(z, sh.nz / 4));
+  const int cz = sh.nz / 4, Z = sh.nz;
+  constexpr int kMaxZ = 1024;
+  if (Z > kMaxZ) {  // fields this deep are not made in practice; the plain formula serves them
+    const int columns = sh.memory() * (sh.nx / 4) * (sh.ny / 4);
+    for (int c = 0; c < columns; ++c, out += Z)
+      for (int z = 0; z < Z; ++z)
+        out[z] = model::pattern_z(coarse + size_t(c / ((sh.nx / 4) * (sh.ny / 4))) * sh.coarse_voxels(), sh,
+                                  (c / (sh.ny / 4)) % (sh.nx / 4), c % (sh.ny / 4), model::pattern_axis(z, cz));
+    return;
   }
+  int i0[kMaxZ], i1[kMaxZ];
+  float w[kMaxZ];
+  for (int z = 0; z < Z; ++z) {
+    const model::PatternAxis a = model::pattern_axis(z, cz);
+    i0[z] = a.i0;
+    i1[z] = a.i1;
+    w[z] = a.w;
+  }
+  // Every coarse (x, y) column of every channel, contiguous in `coarse`: model::pattern_z's lerp.
+  const int columns = sh.memory() * (sh.nx / 4) * (sh.ny / 4);
+  for (int c = 0; c < columns; ++c, out += Z) {
+    const float* cell = coarse + size_t(c) * cz;
+    for (int z = 0; z < Z; ++z) out[z] = model::pattern_lerp(cell[i0[z]], cell[i1[z]], w[z]);
+  }
+}
+
+void PoolFromMemoryPlanes(const float* planes, const FieldShape& sh, float* pooled) {
+  const int cx = sh.nx / 4, cy = sh.ny / 4, cz = sh.nz / 4;
+  const int64_t plane_floats = MemoryPlaneFloats(sh);
+  for (int j = 0; j < sh.memory(); ++j)
+    for (int bx = 0; bx < cx; ++bx)
+      for (int c = 0; c < cy * cz; ++c) {
+        float sum = 0.0f;
+        for (int dx = 0; dx < 4; ++dx) sum += planes[(4 * bx + dx) * plane_floats + int64_t(j) * cy * cz + c];
+        pooled[(int64_t(j) * cx + bx) * cy * cz + c] = sum * (1.0f / 64.0f);
+      }
 }
 
 void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial) {
@@ -223,8 +253,20 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
         } else {
           MemoryRow(core, gm, dst, Z);
         }
+        // coarse_memory_value's z columns: this row added to its coarse y cell's (y rows in order).
+        float* columns = s.memory_columns_.data() + (size_t(j) * (Y / 4) + size_t(y / 4)) * Z;
+        if (y % 4 == 0) std::fill(columns, columns + Z, 0.0f);
+        AddInto(dst, columns, Z);
       }
     }
+  }
+
+  // The slab's memory plane: each coarse cell's four z columns added (coarse_memory_value's order).
+  for (int c = 0; c < memory * (Y / 4); ++c) {
+    const float* columns = s.memory_columns_.data() + size_t(c) * Z;
+    float* cells = job.memory_plane + size_t(c) * (Z / 4);
+    for (int k = 0; k < Z / 4; ++k)
+      cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
   }
 
   // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).

@@ -21,6 +21,9 @@ struct SlabJob {
   const float* pattern_z;  // the recalled pattern upsampled along z (UpsamplePatternZ)
   bool pattern_active;     // false: the pattern is all zero and its term is skipped
   float* field_out;
+  // This slab's share of the pooled memory channels of F_t+1 (model::coarse_memory_value's plane
+  // sums): memory() x (ny/4) x (nz/4) floats, written whole.
+  float* memory_plane;
 };
 
 // Working memory of one thread for one slab, allocated once.
@@ -38,11 +41,18 @@ class SlabScratch {
   std::vector<float> imprint_; // imprint of one row
   std::vector<float> pattern_x_;  // the recalled pattern at this slab's x: [memory][ny/4][nz]
   std::vector<float> pattern_row_;  // ... at one row's y
+  std::vector<float> memory_columns_;  // F_t+1's memory channels summed over each coarse y cell
   std::vector<int> near_;      // sensors near each column of the slab
   std::vector<int> near_count_;
 };
 
 void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
+
+// Floats of one SlabJob::memory_plane.
+inline int64_t MemoryPlaneFloats(const FieldShape& s) { return int64_t(s.memory()) * (s.ny / 4) * (s.nz / 4); }
+// model::coarse_memory_value for every cell, from the memory planes of the field's nx slabs
+// (planes[x] at planes + x * MemoryPlaneFloats): the four planes of each coarse x cell in order.
+void PoolFromMemoryPlanes(const float* planes, const FieldShape& shape, float* pooled);
 
 // Floats UpsamplePatternZ writes: memory() x (nx/4) x (ny/4) x nz.
 inline int64_t PatternZFloats(const FieldShape& s) { return int64_t(s.memory()) * (s.nx / 4) * (s.ny / 4) * s.nz; }

@@ -1,5 +1,6 @@
 #include "gpu/cpu/robot_steps.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gpu/model/memory_math.h"
@@ -24,30 +25,17 @@ void KeyCosines(const hrr::Cf* key, const MemoryBank& bank, float* cos) {
   }
 }
 
-// model::coarse_memory_value for every cell, a z row of cells at a time so the loads stream (each
-// cell's sum is taken in the model's order: per (dx, dy), the four z voxels added first).
-void PoolMemoryChannels(const float* field, const FieldShape& s, float* pattern) {
-  const int cx = s.nx / 4, cy = s.ny / 4, cz = s.nz / 4;
-  for (int j = 0; j < s.memory(); ++j) {
-    const float* ch = field + int64_t(s.memory_begin() + j) * s.voxels();
-    for (int bx = 0; bx < cx; ++bx)
-      for (int by = 0; by < cy; ++by) {
-        float* cells = pattern + (int64_t(j) * cx * cy + int64_t(bx) * cy + by) * cz;
-        for (int k = 0; k < cz; ++k) cells[k] = 0.0f;
-        for (int dx = 0; dx < 4; ++dx)
-          for (int dy = 0; dy < 4; ++dy) {
-            const float* row = ch + (int64_t(4 * bx + dx) * s.ny + (4 * by + dy)) * s.nz;
-            for (int k = 0; k < cz; ++k) cells[k] += row[4 * k] + row[4 * k + 1] + row[4 * k + 2] + row[4 * k + 3];
-          }
-        for (int k = 0; k < cz; ++k) cells[k] *= 1.0f / 64.0f;
-      }
-  }
-}
-
 }  // namespace
 
+void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pooled) {
+  const int cells = shape.coarse_voxels();
+  for (int j = 0; j < shape.memory(); ++j)
+    for (int cell = 0; cell < cells; ++cell) pooled[j * cells + cell] = model::coarse_memory_value(field, shape, j, cell);
+}
+
 void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, float* memory_patterns,
-                const float* field, const FieldShape& shape, const float* sensors, float reward, float* slot_pattern) {
+                const float* pooled_memory, const FieldShape& shape, const float* sensors, float reward,
+                float* slot_pattern) {
   const int64_t pattern_floats = int64_t(shape.memory()) * shape.coarse_voxels();
   float cos[kMemoryEntries];
   hrr::Cf key[kKeyBins];
@@ -62,7 +50,7 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
       bank.key[entry][k][0] = state.key_prev[k][0];
       bank.key[entry][k][1] = state.key_prev[k][1];
     }
-    PoolMemoryChannels(field, shape, memory_patterns + entry * pattern_floats);
+    std::copy_n(pooled_memory, pattern_floats, memory_patterns + entry * pattern_floats);
   }
 
   float dot = 0.0f;

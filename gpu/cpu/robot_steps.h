@@ -13,11 +13,17 @@ namespace fieldbrain::cpu {
 float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float* errors);
 
 // The pattern memory (gpu/model/memory_math.h), between step 1 and the field pass: the write of
-// last cycle's context when this frame's reward or error calls for one (pattern from `field`,
-// F_t), this frame's context key, the recall, and the recalled pattern P into `slot_pattern` for
-// the field pass to sample. `memory_patterns` holds the entries' stored patterns.
+// last cycle's context when this frame's reward or error calls for one (its pattern:
+// `pooled_memory`, the coarse memory channels of F_t), this frame's context key, the recall, and
+// the recalled pattern P into `slot_pattern` for the field pass to sample. `memory_patterns`
+// holds the entries' stored patterns.
 void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, float* memory_patterns,
-                const float* field, const FieldShape& shape, const float* sensors, float reward, float* slot_pattern);
+                const float* pooled_memory, const FieldShape& shape, const float* sensors, float reward,
+                float* slot_pattern);
+
+// model::coarse_memory_value at every cell of every memory channel of `field` (the pass over the
+// field does this as it goes; this is for a field that no pass has written: new or restored).
+void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pooled);
 
 // Steps 4-6 from the new field's summary: features phi_t, motors with exploration noise,
 // reward learning of Wm, prediction learning of Wp and the next prediction. Fills `out` and

@@ -147,17 +147,21 @@ FB_HD void memory_recall(const MemoryBank& bank, const float* cos_now, RobotStat
 }
 
 // The coarse pattern value of memory channel j at coarse cell `cell` of field F: the mean of its
-// 4x4x4 block.
+// 4x4x4 block, in an order an engine's pass over the field can follow: per x plane, each of the
+// four z columns summed over the four y rows, then the columns added, then the planes.
 FB_HD float coarse_memory_value(const float* field, const FieldShape& s, int j, int cell) {
   const int cy = s.ny / 4, cz = s.nz / 4;
   const int bx = cell / (cy * cz), by = (cell / cz) % cy, bz = cell % cz;
   const float* ch = field + int64_t(s.memory_begin() + j) * s.voxels();
   float sum = 0.0f;
-  for (int dx = 0; dx < 4; ++dx)
+  for (int dx = 0; dx < 4; ++dx) {
+    float column[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int dy = 0; dy < 4; ++dy) {
       const float* row = ch + (int64_t(4 * bx + dx) * s.ny + (4 * by + dy)) * s.nz + 4 * bz;
-      sum += row[0] + row[1] + row[2] + row[3];
+      for (int q = 0; q < 4; ++q) column[q] += row[q];
     }
+    sum += column[0] + column[1] + column[2] + column[3];
+  }
   return sum * (1.0f / 64.0f);
 }
 
