@@ -287,6 +287,12 @@ print(f"\ntargets: eager/ours >= {EAGER_TARGET:g}, best compile/ours >= {COMPILE
 EOF
 
 echo "server_e2e (cuda):  $e2e_status" | tee -a "$out/summary.txt"
+# The seed's bind in torch.fft on the same GPU, the peer of hrr_gpu_bench's batched binds.
+if [ "${SKIP_HRR:-0}" != 1 ] && [ "${SKIP_TORCH:-0}" != 1 ] && [ "$(left)" -gt 40 ]; then
+  echo "== torch_hrr_reference.py"
+  timeout "$(( $(left) - 10 ))" python3 "$repo/tests/bench/torch_hrr_reference.py" --out "$out/torch_hrr_reference.json" \
+    2>&1 | tee "$out/torch_hrr_reference.log"
+fi
 echo "hrr_gpu_test:       $hrr_test_status" | tee -a "$out/summary.txt"
 echo "hrr_gpu_bench:      $hrr_bench_status" | tee -a "$out/summary.txt"
 # The HRR target of DESIGN.md section 8: batched binds at B >= 10^4 at >= 50 % of a same-bytes copy.
@@ -311,6 +317,26 @@ for b in rows:
     extra = f", {b['bytes_GBps']:.0f} GB/s, {frac:.2f} of the copy{mark}" if frac is not None else ""
     print(f"  {name}: {b.get('call_us', float('nan')):.1f} us per call{extra}; "
           f"copies per call {b.get('h2d_per_call', float('nan')):g} H2D, {b.get('d2h_per_call', float('nan')):g} D2H")
+# Against torch.fft doing the seed's bind (target: ours >= 3x faster at every B, resident binds).
+try:
+    with open(os.path.join(sys.argv[1], "torch_hrr_reference.json")) as f:
+        torch_rows = {r["batch"]: r for r in json.load(f)["rows"]}
+except (OSError, ValueError, KeyError) as e:
+    print(f"(torch_hrr_reference.json: {e})")
+    sys.exit(0)
+ours = {}
+for b in rows:
+    m = re.match(r"hrr_bind/(resident|raw)/binds:(\d+)", b.get("run_name", b.get("name", "")))
+    if m and not b.get("error_occurred"):
+        ours[(m.group(1), int(m.group(2)))] = b.get("call_us")
+print("  vs torch.fft (seed's bind, inputs on the GPU): B, torch us, ours resident us, ratio, ours raw us, ratio")
+for batch, t in sorted(torch_rows.items()):
+    res, raw = ours.get(("resident", batch)), ours.get(("raw", batch))
+    r1 = t["seed_fft_us"] / res if res else None
+    r2 = t["seed_fft_us"] / raw if raw else None
+    mark = "" if r1 is None else (" ok" if r1 >= 3.0 else " MISS")
+    print(f"  {batch:>7} {t['seed_fft_us']:>10.1f} {res if res else float('nan'):>10.1f} "
+          f"{(r1 or float('nan')):>6.1f}{mark} {raw if raw else float('nan'):>10.1f} {(r2 or float('nan')):>6.1f}")
 EOF
 echo "== results in $out (elapsed $(elapsed)s)"
 exit "$failed"
