@@ -1,6 +1,7 @@
 #include "server/server_config.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 
 #include "gmock/gmock.h"
@@ -53,9 +54,11 @@ TEST(ServerConfigTest, TwoHundredFiftySixDefaultFieldRobotsFitInFourGiB) {
 #endif
   };
   const int64_t with_defaults = needed(MakeEngineConfig(c));
+  std::printf("256 default-field robots, default max_batch: %.3f GiB of device memory\n", double(with_defaults) / (1 << 30));
   EXPECT_LT(with_defaults, kFourGiB) << with_defaults;
   EXPECT_GT(with_defaults, int64_t(2) << 30);  // the 320 fields alone are 2.5 GiB
   c.max_batch = 256;
+  std::printf("... with one batch row per robot: %.3f GiB\n", double(needed(MakeEngineConfig(c))) / (1 << 30));
   EXPECT_GT(needed(MakeEngineConfig(c)), kFourGiB);
 }
 
