@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <random>
 
 namespace fieldbrain::sim {
 namespace {
@@ -49,6 +50,24 @@ ArenaConfig ArenaConfig::Default() {
   ArenaConfig c;
   c.boxes = {{1.8, 1.3, 2.2, 1.7}, {0.1, 2.6, 0.5, 2.9}, {3.5, 0.1, 3.9, 0.4}};
   c.track = Track{{1.3, 1.5}, {2.7, 1.5}, 0.9, 0.03};
+  return c;
+}
+
+ArenaConfig ArenaConfig::Random(uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x6172656e61ull);  // "arena": not the world's own noise stream
+  auto uniform = [&rng](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  ArenaConfig c;
+  c.width = uniform(3.0, 5.0);
+  c.height = uniform(3.0, 5.0);
+  const int boxes = std::uniform_int_distribution<int>(2, 5)(rng);
+  for (int i = 0; i < boxes; ++i) {
+    const double w = uniform(0.2, 0.6), h = uniform(0.2, 0.6);
+    const double x0 = uniform(0.1, c.width - 0.1 - w), y0 = uniform(0.1, c.height - 0.1 - h);
+    c.boxes.push_back({x0, y0, x0 + w, y0 + h});
+  }
+  const double radius = 0.3 * std::min(c.width, c.height);
+  const double half = 0.2 * c.width;
+  c.track = Track{{0.5 * c.width - half, 0.5 * c.height}, {0.5 * c.width + half, 0.5 * c.height}, radius, 0.03};
   return c;
 }
 

@@ -2,6 +2,7 @@
 // the floor. Pure geometry, metres and radians, x east, y north, origin at the south-west corner.
 #pragma once
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct ArenaConfig {
   // 4 m x 3 m; a 1.4 m x 1.8 m stadium track 3 cm wide around a box in the middle; two boxes in
   // corners off the track.
   static ArenaConfig Default();
+  // A room drawn from `seed`, so a brain is never judged on the one arena it was tuned in: 3-5 m
+  // on each side, 2-5 boxes of 0.2-0.6 m anywhere at least 0.1 m from the walls (they may overlap
+  // each other or the track), and a stadium track scaled to the room.
+  static ArenaConfig Random(uint64_t seed);
 };
 
 class Arena {

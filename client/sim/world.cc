@@ -18,6 +18,14 @@ World::World(WorldConfig config, uint64_t seed)
   Vec2 p;
   double heading = 0;
   arena_.TrackPose(std::uniform_real_distribution<double>(0.0, 1.0)(rng_), p, heading);
+  // A box on the track (random arenas): start at a free point instead, 5 cm clear of everything.
+  const ArenaConfig& a = arena_.config();
+  const double clearance = robot_.radius_m + 0.05;
+  for (int tries = 0; tries < 1000 && arena_.Overlaps(p, clearance); ++tries) {
+    p = {std::uniform_real_distribution<double>(clearance, a.width - clearance)(rng_),
+         std::uniform_real_distribution<double>(clearance, a.height - clearance)(rng_)};
+    heading = std::uniform_real_distribution<double>(-std::numbers::pi, std::numbers::pi)(rng_);
+  }
   pose_ = {p.x, p.y, heading};
 }
 

@@ -10,8 +10,9 @@
 //   reward -1 (every overlapping step does, so pushing against a wall keeps costing).
 // Reward otherwise: reward_per_m * (movement along the heading), clamped to [-1, 1]: forward
 //   progress pays, reversing costs.
-// Deterministic: the start pose (a random point on the track, facing along it) and the sensor
-// noise come from a std::mt19937_64 seeded with the seed.
+// Deterministic: the start pose (a random point on the track, facing along it; where that point
+// is blocked by a box, a random free point and heading) and the sensor noise come from a
+// std::mt19937_64 seeded with the seed.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,11 +33,22 @@ ABSL_FLAG(double, deadline_ms, 20, "per-frame deadline; a later answer is a safe
 ABSL_FLAG(uint64_t, seed, 1, "seeds the worlds and the brains (robot i uses seed + i)");
 ABSL_FLAG(bool, quiet, false, "no live lines, only the summary");
 ABSL_FLAG(double, connect_timeout_s, 5, "how long to wait for the robots' first Welcome");
+ABSL_FLAG(std::string, policy, "brain",
+          "who drives: brain (the server), random-held (a random command held 0.5 s) or forward "
+          "(full ahead): the baselines need no server");
+ABSL_FLAG(std::string, reward, "on", "on: frames carry the world's reward; off: they carry none");
+ABSL_FLAG(std::string, arena, "default",
+          "default (the fixed 4 x 3 m room) or random (a room drawn from each robot's seed)");
+ABSL_FLAG(int64_t, ticks, 0,
+          "> 0: run this many ticks per robot in lockstep (each waits for its motors; the world "
+          "advances 1/hz per tick), instead of --seconds of real time");
 
 namespace {
 
+using fieldbrain::sim::Policy;
 using fieldbrain::sim::RobotStats;
 using fieldbrain::sim::SimRobot;
+using fieldbrain::sim::TraceFigures;
 
 volatile std::sig_atomic_t g_signalled = 0;
 extern "C" void OnSignal(int) { g_signalled = 1; }
@@ -59,6 +71,29 @@ void PrintLive(double t, const RobotStats& w, double window_s) {
               static_cast<unsigned long long>(w.collisions),
               w.confidence_n ? w.confidence_sum / w.confidence_n : 0.0);
   std::fflush(stdout);
+}
+
+// The learning curve over every robot: means of the per-robot figures, and the worst blocked runs.
+void PrintLearningCurve(const std::vector<std::unique_ptr<SimRobot>>& fleet) {
+  TraceFigures mean;
+  int64_t longest = 0, longest_after = 0;
+  size_t ticks = 0;
+  for (const auto& robot : fleet) {
+    const TraceFigures f = fieldbrain::sim::FiguresOf(robot->trace());
+    mean.blocked_per_1000_first += f.blocked_per_1000_first / double(fleet.size());
+    mean.blocked_per_1000_last += f.blocked_per_1000_last / double(fleet.size());
+    mean.reward_per_tick_first += f.reward_per_tick_first / double(fleet.size());
+    mean.reward_per_tick_last += f.reward_per_tick_last / double(fleet.size());
+    longest = std::max(longest, f.longest_blocked_run);
+    longest_after = std::max(longest_after, f.longest_blocked_run_after_settle);
+    ticks = std::max(ticks, robot->trace().size());
+  }
+  std::printf("  blocked / 1000   first 1000 ticks %.1f, last 1000 ticks %.1f (mean over robots)\n",
+              mean.blocked_per_1000_first, mean.blocked_per_1000_last);
+  std::printf("  reward / tick    first 1000 ticks %.4f, last 1000 ticks %.4f\n", mean.reward_per_tick_first,
+              mean.reward_per_tick_last);
+  std::printf("  longest blocked  %lld ticks in a row (%lld after tick 2000); %zu ticks per robot\n",
+              static_cast<long long>(longest), static_cast<long long>(longest_after), ticks);
 }
 
 void PrintSummary(const std::string& target, const std::string& server, int connected,
@@ -90,7 +125,8 @@ void PrintSummary(const std::string& target, const std::string& server, int conn
               all.cycles ? 100.0 * all.safe_stops / all.cycles : 0.0,
               CountsText(all.stop_reasons).c_str());
   std::printf("  reflex stops     %s\n", CountsText(all.reflexes).c_str());
-  std::printf("  collisions       %llu\n", static_cast<unsigned long long>(all.collisions));
+  std::printf("  collisions       %llu (%llu ticks blocked)\n", static_cast<unsigned long long>(all.collisions),
+              static_cast<unsigned long long>(all.blocked_ticks));
   std::printf("  reward / robot   mean %.2f  min %.2f  max %.2f\n", all.reward / n, rmin, rmax);
   if (per_robot.size() <= 16) {
     std::vector<std::string> each;
@@ -116,37 +152,60 @@ int main(int argc, char** argv) {
   const double deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
   const bool quiet = absl::GetFlag(FLAGS_quiet);
-  if (robots < 1 || seconds <= 0 || hz <= 0 || deadline_ms <= 0) {
-    std::fprintf(stderr, "brain-sim: need --robots >= 1 and positive --seconds, --hz, "
-                         "--deadline_ms\n");
+  const int64_t ticks = absl::GetFlag(FLAGS_ticks);
+  const std::optional<Policy> policy = fieldbrain::sim::PolicyFromName(absl::GetFlag(FLAGS_policy));
+  const std::string reward_flag = absl::GetFlag(FLAGS_reward);
+  const std::string arena = absl::GetFlag(FLAGS_arena);
+  if (robots < 1 || seconds <= 0 || hz <= 0 || deadline_ms <= 0 || ticks < 0) {
+    std::fprintf(stderr, "brain-sim: need --robots >= 1, positive --seconds, --hz, --deadline_ms and "
+                         "--ticks >= 0\n");
     return 2;
   }
+  if (!policy.has_value() || (reward_flag != "on" && reward_flag != "off") ||
+      (arena != "default" && arena != "random")) {
+    std::fprintf(stderr, "brain-sim: --policy is brain, random-held or forward; --reward on or off; "
+                         "--arena default or random\n");
+    return 2;
+  }
+  const bool brain = *policy == Policy::kBrain;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
   std::vector<std::unique_ptr<SimRobot>> fleet;
   for (int i = 0; i < robots; ++i) {
-    fieldbrain::client::ClientOptions options;
-    options.target = target;
-    options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
-                                                      static_cast<float>(hz), true);
-    options.seed = seed + i;
-    auto client = fieldbrain::client::BrainClient::Create(std::move(options));
-    if (!client.ok()) {
-      std::fprintf(stderr, "brain-sim: %s\n", client.status().ToString().c_str());
-      return 2;
+    std::unique_ptr<fieldbrain::client::BrainClient> client;
+    if (brain) {
+      fieldbrain::client::ClientOptions options;
+      options.target = target;
+      options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
+                                                        static_cast<float>(hz), reward_flag == "on");
+      options.seed = seed + i;
+      auto made = fieldbrain::client::BrainClient::Create(std::move(options));
+      if (!made.ok()) {
+        std::fprintf(stderr, "brain-sim: %s\n", made.status().ToString().c_str());
+        return 2;
+      }
+      client = *std::move(made);
     }
-    fleet.push_back(std::make_unique<SimRobot>(std::move(*client), seed + i, hz,
-                                               absl::Milliseconds(deadline_ms)));
+    fieldbrain::sim::WorldConfig world;
+    if (arena == "random") world.arena = fieldbrain::sim::ArenaConfig::Random(seed + i);
+    fieldbrain::sim::SimRobotOptions options;
+    options.policy = *policy;
+    options.send_reward = reward_flag == "on";
+    options.hz = hz;
+    // In lockstep a tick waits for its answer however long the server takes (bounded, not 0).
+    options.deadline = ticks > 0 ? absl::Seconds(30) : absl::Milliseconds(deadline_ms);
+    fleet.push_back(std::make_unique<SimRobot>(std::move(client), std::move(world), seed + i, options));
   }
 
   // All robots connect in parallel; wait for them together, up to the connect timeout.
   const absl::Time connect_end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s));
-  int connected = 0;
+  int connected = brain ? 0 : robots;
   std::string last_error;
   for (auto& robot : fleet) {
+    if (!brain) break;
     const absl::Status s =
-        robot->client().WaitConnected(std::max(connect_end - absl::Now(), absl::ZeroDuration()));
+        robot->client()->WaitConnected(std::max(connect_end - absl::Now(), absl::ZeroDuration()));
     if (s.ok()) {
       ++connected;
     } else {
@@ -164,18 +223,28 @@ int main(int argc, char** argv) {
                          "retrying and safe-stop meanwhile\n",
                  connected, robots, last_error.c_str());
   }
-  std::string server;
-  if (auto w = fleet.front()->client().welcome(); w.has_value()) {
-    server = absl::StrFormat(" (engine %s, field %ux%ux%ux%u)", w->engine(), w->field().channels(),
-                             w->field().x(), w->field().y(), w->field().z());
+  std::string server = absl::StrFormat(" (policy %s)", fieldbrain::sim::PolicyName(*policy));
+  if (!brain) {
+    server = absl::StrFormat("none (policy %s)", fieldbrain::sim::PolicyName(*policy));
+  } else if (auto w = fleet.front()->client()->welcome(); w.has_value()) {
+    server = absl::StrFormat(" (engine %s, field %ux%ux%ux%u, reward %s)", w->engine(), w->field().channels(),
+                             w->field().x(), w->field().y(), w->field().z(), reward_flag);
   }
 
   std::atomic<bool> stop{false};
   const absl::Time start = absl::Now();
-  const absl::Time end = start + absl::Seconds(seconds);
+  const absl::Time end = ticks > 0 ? absl::InfiniteFuture() : start + absl::Seconds(seconds);
+  std::atomic<int> running{robots};
   std::vector<std::thread> threads;
   for (auto& robot : fleet) {
-    threads.emplace_back([&stop, end, r = robot.get()] { r->Run(stop, end); });
+    threads.emplace_back([&stop, &running, end, ticks, r = robot.get()] {
+      if (ticks > 0) {
+        r->RunLockstep(stop, ticks);
+      } else {
+        r->Run(stop, end);
+      }
+      running.fetch_sub(1);
+    });
   }
 
   std::vector<RobotStats> totals(fleet.size());
@@ -187,7 +256,7 @@ int main(int argc, char** argv) {
     }
   };
   absl::Time last_report = start;
-  while (!g_signalled && absl::Now() < end) {
+  while (!g_signalled && absl::Now() < end && running.load() > 0) {
     absl::SleepFor(absl::Milliseconds(50));
     const absl::Time now = absl::Now();
     if (now - last_report < absl::Seconds(1)) continue;
@@ -203,7 +272,8 @@ int main(int argc, char** argv) {
   RobotStats rest;
   collect(rest);
   if (g_signalled) std::printf("\nbrain-sim: stopped by signal\n");
-  PrintSummary(target, server, connected, totals, ran);
+  PrintSummary(brain ? target : std::string(), server, connected, totals, ran);
+  PrintLearningCurve(fleet);
   fleet.clear();  // closes every stream before exit
   return 0;
 }

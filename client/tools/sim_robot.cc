@@ -1,5 +1,6 @@
 #include "client/tools/sim_robot.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -14,6 +15,7 @@ void RobotStats::Merge(const RobotStats& o) {
   for (const auto& [k, v] : o.stop_reasons) stop_reasons[k] += v;
   for (const auto& [k, v] : o.reflexes) reflexes[k] += v;
   collisions += o.collisions;
+  blocked_ticks += o.blocked_ticks;
   reward += o.reward;
   confidence_sum += o.confidence_sum;
   confidence_n += o.confidence_n;
@@ -21,59 +23,135 @@ void RobotStats::Merge(const RobotStats& o) {
   round_trip.Merge(o.round_trip);
 }
 
-SimRobot::SimRobot(std::unique_ptr<client::BrainClient> client, uint64_t world_seed, double hz,
-                   absl::Duration deadline)
-    : client_(std::move(client)), world_(WorldConfig{}, world_seed),
-      period_(absl::Seconds(1.0 / hz)), deadline_(deadline) {}
+std::optional<Policy> PolicyFromName(std::string_view name) {
+  if (name == "brain") return Policy::kBrain;
+  if (name == "random-held") return Policy::kRandomHeld;
+  if (name == "forward") return Policy::kForward;
+  return std::nullopt;
+}
+
+const char* PolicyName(Policy policy) {
+  switch (policy) {
+    case Policy::kBrain: return "brain";
+    case Policy::kRandomHeld: return "random-held";
+    case Policy::kForward: return "forward";
+  }
+  return "unknown";
+}
+
+SimRobot::SimRobot(std::unique_ptr<client::BrainClient> client, WorldConfig world, uint64_t world_seed,
+                   SimRobotOptions options)
+    : client_(std::move(client)), options_(options), world_(std::move(world), world_seed),
+      period_(absl::Seconds(1.0 / options.hz)), policy_rng_(world_seed ^ 0x706f6c696379ull) {}
+
+std::vector<float> SimRobot::RandomHeldMotors() {
+  if (ticks_ % kRandomHoldTicks == 0 || held_motors_.empty()) {
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    held_motors_.assign(picarx::kMotorCount, 0.0f);
+    for (float& m : held_motors_) m = uniform(policy_rng_);
+  }
+  return held_motors_;
+}
+
+void SimRobot::Tick() {
+  const picarx::RawReading reading = world_.Read();
+  client::StepResult r;
+  switch (options_.policy) {
+    case Policy::kBrain: {
+      const picarx::Sensors sensors = picarx::NormalizeSensors(reading);
+      r = client_->Step(sensors.values, options_.send_reward ? reward_ : std::nullopt, options_.deadline);
+      break;
+    }
+    case Policy::kRandomHeld:
+      r.motors = RandomHeldMotors();
+      r.safe_stop = false;
+      break;
+    case Policy::kForward:
+      r.motors = {1.0f, 0.0f, 0.0f, 0.0f};
+      r.safe_stop = false;
+      break;
+  }
+  const picarx::HardwareCommand cmd = picarx::ToHardware(r.motors, reading, r.safe_stop);
+  const int collisions_before = world_.collisions();
+  const double distance_before = world_.distance_m();
+  const StepOutcome outcome = world_.Step(cmd, absl::ToDoubleSeconds(period_));
+  reward_ = static_cast<float>(outcome.reward);
+  ++ticks_;
+  trace_.push_back(TickOutcome{outcome.collided, static_cast<float>(outcome.reward)});
+
+  absl::MutexLock lock(&mu_);
+  RobotStats& w = window_;
+  ++w.cycles;
+  const bool answered = options_.policy != Policy::kBrain || r.cause == client::StopCause::kNone ||
+                        r.cause == client::StopCause::kServer;
+  if (answered) {
+    ++w.answered;
+    if (options_.policy == Policy::kBrain) w.round_trip.Record(r.round_trip);
+  }
+  if (r.safe_stop) {
+    ++w.safe_stops;
+    std::string key = client::StopCauseName(r.cause);
+    if (r.cause == client::StopCause::kServer) {
+      key = absl::StrCat("server:", brain::v1::FrameStatus_Name(r.status));
+    }
+    ++w.stop_reasons[key];
+  } else if (options_.policy == Policy::kBrain) {
+    w.confidence_sum += r.confidence;
+    ++w.confidence_n;
+  }
+  if (cmd.reflex != picarx::Reflex::kNone && cmd.reflex != picarx::Reflex::kSafeStop) {
+    ++w.reflexes[picarx::ReflexName(cmd.reflex)];
+  }
+  w.collisions += static_cast<uint64_t>(world_.collisions() - collisions_before);
+  w.blocked_ticks += outcome.collided ? 1 : 0;
+  w.reward += outcome.reward;
+  w.distance_m += world_.distance_m() - distance_before;
+}
 
 void SimRobot::Run(const std::atomic<bool>& stop, absl::Time end) {
-  std::optional<float> reward;  // judges the previous tick's action; none before the first
   absl::Time next = absl::Now();
   while (!stop.load(std::memory_order_relaxed) && absl::Now() < end) {
-    const picarx::RawReading reading = world_.Read();
-    const picarx::Sensors sensors = picarx::NormalizeSensors(reading);
-    const client::StepResult r = client_->Step(sensors.values, reward, deadline_);
-    const picarx::HardwareCommand cmd = picarx::ToHardware(r.motors, reading, r.safe_stop);
-    const int collisions_before = world_.collisions();
-    const double distance_before = world_.distance_m();
-    const StepOutcome outcome = world_.Step(cmd, absl::ToDoubleSeconds(period_));
-    reward = static_cast<float>(outcome.reward);
-
-    {
-      absl::MutexLock lock(&mu_);
-      RobotStats& w = window_;
-      ++w.cycles;
-      const bool answered = r.cause == client::StopCause::kNone ||
-                            r.cause == client::StopCause::kServer;
-      if (answered) {
-        ++w.answered;
-        w.round_trip.Record(r.round_trip);
-      }
-      if (r.safe_stop) {
-        ++w.safe_stops;
-        std::string key = client::StopCauseName(r.cause);
-        if (r.cause == client::StopCause::kServer) {
-          key = absl::StrCat("server:", brain::v1::FrameStatus_Name(r.status));
-        }
-        ++w.stop_reasons[key];
-      } else {
-        w.confidence_sum += r.confidence;
-        ++w.confidence_n;
-      }
-      if (cmd.reflex != picarx::Reflex::kNone && cmd.reflex != picarx::Reflex::kSafeStop) {
-        ++w.reflexes[picarx::ReflexName(cmd.reflex)];
-      }
-      w.collisions += static_cast<uint64_t>(world_.collisions() - collisions_before);
-      w.reward += outcome.reward;
-      w.distance_m += world_.distance_m() - distance_before;
-    }
-
+    Tick();
     // Fixed rate; after an overrun of more than a period, start over instead of bursting.
     next += period_;
     const absl::Time now = absl::Now();
     if (next < now - period_) next = now;
     if (next > now) absl::SleepFor(next - now);
   }
+}
+
+void SimRobot::RunLockstep(const std::atomic<bool>& stop, int64_t ticks) {
+  trace_.reserve(trace_.size() + size_t(ticks));
+  for (int64_t i = 0; i < ticks && !stop.load(std::memory_order_relaxed); ++i) Tick();
+}
+
+TraceFigures FiguresOf(const std::vector<TickOutcome>& trace, int64_t span, int64_t settle) {
+  TraceFigures f;
+  const int64_t n = int64_t(trace.size());
+  auto over = [&](int64_t begin, int64_t end, double& blocked_per_1000, double& reward_per_tick) {
+    begin = std::max<int64_t>(begin, 0);
+    end = std::min(end, n);
+    if (end <= begin) return;
+    int64_t blocked = 0;
+    double reward = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      blocked += trace[size_t(i)].blocked ? 1 : 0;
+      reward += trace[size_t(i)].reward;
+    }
+    blocked_per_1000 = 1000.0 * double(blocked) / double(end - begin);
+    reward_per_tick = reward / double(end - begin);
+  };
+  over(0, span, f.blocked_per_1000_first, f.reward_per_tick_first);
+  over(n - span, n, f.blocked_per_1000_last, f.reward_per_tick_last);
+  int64_t run = 0, run_after = 0;  // run_after counts only the ticks from `settle` on
+  for (int64_t i = 0; i < n; ++i) {
+    const bool blocked = trace[size_t(i)].blocked;
+    run = blocked ? run + 1 : 0;
+    run_after = blocked && i >= settle ? run_after + 1 : 0;
+    f.longest_blocked_run = std::max(f.longest_blocked_run, run);
+    f.longest_blocked_run_after_settle = std::max(f.longest_blocked_run_after_settle, run_after);
+  }
+  return f;
 }
 
 RobotStats SimRobot::TakeWindow() {

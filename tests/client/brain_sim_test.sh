@@ -44,4 +44,16 @@ rc=$?
 cat "$work/none.txt"
 [[ $rc -eq 1 ]] || fail "no-server run exited $rc, expected 1"
 grep -q "could not connect to $target" "$work/none.txt" || fail "no clear message"
+# 4. A baseline needs no server: lockstep ticks in random rooms, with the learning-curve lines.
+"$sim" --policy=random-held --arena=random --ticks=3000 --robots=3 --seed=11 --quiet > "$work/base.txt" 2>&1
+rc=$?
+cat "$work/base.txt"
+[[ $rc -eq 0 ]] || fail "baseline run exited $rc"
+grep -q "cycles           9000 " "$work/base.txt" || fail "3 robots x 3000 ticks"
+grep -q "blocked / 1000   first 1000 ticks" "$work/base.txt" || fail "no blocked line"
+grep -q "reward / tick    first 1000 ticks" "$work/base.txt" || fail "no reward-per-tick line"
+grep -q "longest blocked" "$work/base.txt" || fail "no longest-blocked line"
+"$sim" --policy=walk --ticks=10 > "$work/bad.txt" 2>&1
+[[ $? -eq 2 ]] || fail "an unknown policy must exit 2"
+
 echo PASS

@@ -3,6 +3,8 @@
 #include "client/sim/world.h"
 
 #include <cmath>
+#include <set>
+#include <utility>
 #include <numbers>
 
 #include "gtest/gtest.h"
@@ -154,6 +156,36 @@ TEST(SimWorldTest, StartsOnTheTrackAndIsDeterministicForASeed) {
   }
   EXPECT_EQ(a.pose().x, b.pose().x);
   EXPECT_EQ(a.pose().theta, b.pose().theta);
+}
+
+// Random rooms: each seed its own room, boxes inside the walls, a start pose clear of everything,
+// the same room for the same seed.
+TEST(SimWorldTest, RandomArenasDifferPerSeedAndStartClear) {
+  std::set<std::pair<double, double>> sizes;
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    WorldConfig config;
+    config.arena = ArenaConfig::Random(seed);
+    const ArenaConfig& a = config.arena;
+    EXPECT_GE(a.width, 3.0);
+    EXPECT_LE(a.width, 5.0);
+    EXPECT_GE(a.height, 3.0);
+    EXPECT_LE(a.height, 5.0);
+    EXPECT_GE(a.boxes.size(), 2u);
+    EXPECT_LE(a.boxes.size(), 5u);
+    for (const Box& b : a.boxes) {
+      EXPECT_GE(b.x0, 0.1 - 1e-9);
+      EXPECT_GE(b.y0, 0.1 - 1e-9);
+      EXPECT_LE(b.x1, a.width - 0.1 + 1e-9);
+      EXPECT_LE(b.y1, a.height - 0.1 + 1e-9);
+    }
+    sizes.insert({a.width, a.height});
+    World w(config, seed);
+    EXPECT_FALSE(w.arena().Overlaps({w.pose().x, w.pose().y}, 0.1)) << "seed " << seed;
+    World again(WorldConfig{ArenaConfig::Random(seed), RobotConfig{}}, seed);
+    EXPECT_EQ(w.pose().x, again.pose().x);
+    EXPECT_EQ(w.pose().theta, again.pose().theta);
+  }
+  EXPECT_EQ(sizes.size(), 50u);
 }
 
 }  // namespace
