@@ -94,6 +94,14 @@ void PrintLearningCurve(const std::vector<std::unique_ptr<SimRobot>>& fleet) {
               mean.reward_per_tick_last);
   std::printf("  longest blocked  %lld ticks in a row (%lld after tick 2000); %zu ticks per robot\n",
               static_cast<long long>(longest), static_cast<long long>(longest_after), ticks);
+  // One line per robot (its seed is --seed + i), for per-seed comparisons between runs.
+  for (size_t i = 0; i < fleet.size(); ++i) {
+    const TraceFigures f = fieldbrain::sim::FiguresOf(fleet[i]->trace());
+    std::printf("  robot %-3zu        blocked/1000 %6.1f -> %6.1f  reward/tick %8.4f -> %8.4f  "
+                "longest blocked after 2000: %lld\n",
+                i, f.blocked_per_1000_first, f.blocked_per_1000_last, f.reward_per_tick_first,
+                f.reward_per_tick_last, static_cast<long long>(f.longest_blocked_run_after_settle));
+  }
 }
 
 void PrintSummary(const std::string& target, const std::string& server, int connected,
