@@ -78,8 +78,9 @@ void PrintLearningCurve(const std::vector<std::unique_ptr<SimRobot>>& fleet) {
   TraceFigures mean;
   int64_t longest = 0, longest_after = 0;
   size_t ticks = 0;
+  std::vector<TraceFigures> figures;
   for (const auto& robot : fleet) {
-    const TraceFigures f = fieldbrain::sim::FiguresOf(robot->trace());
+    const TraceFigures& f = figures.emplace_back(fieldbrain::sim::FiguresOf(robot->trace()));
     mean.blocked_per_1000_first += f.blocked_per_1000_first / double(fleet.size());
     mean.blocked_per_1000_last += f.blocked_per_1000_last / double(fleet.size());
     mean.reward_per_tick_first += f.reward_per_tick_first / double(fleet.size());
@@ -95,8 +96,8 @@ void PrintLearningCurve(const std::vector<std::unique_ptr<SimRobot>>& fleet) {
   std::printf("  longest blocked  %lld ticks in a row (%lld after tick 2000); %zu ticks per robot\n",
               static_cast<long long>(longest), static_cast<long long>(longest_after), ticks);
   // One line per robot (its seed is --seed + i), for per-seed comparisons between runs.
-  for (size_t i = 0; i < fleet.size(); ++i) {
-    const TraceFigures f = fieldbrain::sim::FiguresOf(fleet[i]->trace());
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const TraceFigures& f = figures[i];
     std::printf("  robot %-3zu        blocked/1000 %6.1f -> %6.1f  reward/tick %8.4f -> %8.4f  "
                 "longest blocked after 2000: %lld\n",
                 i, f.blocked_per_1000_first, f.blocked_per_1000_last, f.reward_per_tick_first,
