@@ -110,7 +110,8 @@ class CpuEngine final : public Engine {
     const auto t0 = std::chrono::steady_clock::now();
 
     for (int r = 0; r < n; ++r)
-      explore_[r] = OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, &errors_[size_t(r) * kMaxSensors]);
+      explore_[r] = OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, rows[r].reward,
+                            &errors_[size_t(r) * kMaxSensors]);
 
     const auto tm = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(threads_) schedule(static)
@@ -147,7 +148,7 @@ class CpuEngine final : public Engine {
       model::FieldSummary summary{};
       for (int x = 0; x < nx; ++x) Accumulate(summary, partials_[size_t(r) * nx + x]);
       PoolFromMemoryPlanes(MemoryPlane(r, 0), config_.shape, Pooled(rows[r].slot));
-      CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary,
+      CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary, rows[r].sensors,
                  &errors_[size_t(r) * kMaxSensors], explore_[r], rows[r].reward, outputs_[r]);
     }
     if (sink_) {

@@ -9,8 +9,8 @@
 
 namespace fieldbrain::cpu {
 
-float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float* errors) {
-  return model::open_cycle(params, state, sensors, errors);
+float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* errors) {
+  return model::open_cycle(params, state, sensors, reward, errors);
 }
 
 namespace {
@@ -71,51 +71,79 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
   }
 }
 
-void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
-                const model::FieldSummary& summary, const float* errors, float explore, float reward,
-                BatchOutputRow& out) {
-  float phi[kFeatures];
-  model::standardise_features(summary, shape, phi);
+namespace {
 
-  // Step 4: motors.
-  float motors[kMaxMotors];
+// Calls fn(j) for every readout feature in use: the P field features and the sensor_count
+// entries of each frame part (the rest are 0 and their weights stay 0: gpu/model/readout.h).
+template <typename Fn>
+void ForEachReadoutFeature(int sensor_count, Fn fn) {
+  for (int j = 0; j < kFrameFeaturesAt + sensor_count; ++j) fn(j);
+  for (int j = kContextFeaturesAt; j < kContextFeaturesAt + sensor_count; ++j) fn(j);
+}
+
+}  // namespace
+
+void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
+                const model::FieldSummary& summary, const float* sensors, const float* errors, float explore,
+                float reward, BatchOutputRow& out) {
+  const int n = params.sensor_count;
+  float psi[kReadoutFeatures];
+  model::compute_features(summary, shape, state.feature_scale, psi);
+  for (int i = 0; i < n; ++i) {
+    psi[kFrameFeaturesAt + i] = model::frame_feature(sensors[i]);
+    psi[kContextFeaturesAt + i] = state.psi_prev[kFrameFeaturesAt + i];
+  }
+  float norm2 = 0.0f;
+  ForEachReadoutFeature(n, [&](int j) { norm2 += psi[j] * psi[j]; });
+
+  // Step 4: motors, from the actor as it was.
+  float motors[kMaxMotors], learned[kMaxMotors];
   for (int k = 0; k < params.motor_count; ++k) {
     const int g = model::motor_group(k), a = model::motor_axis(k);
     const float pull = model::field_pull(summary.ramp_sum[g][a], summary.abs_sum[g], shape.voxels());
     float dot = 0.0f;
-    for (int j = 0; j < kFeatures; ++j) dot += state.wm[k][j] * phi[j];
-    const float xi = model::normal_draw(params.seed, model::Domain::kMotorNoise, state.cycle, uint32_t(k));
-    motors[k] = model::motor_value(pull, dot, explore, xi);
+    ForEachReadoutFeature(n, [&](int j) { dot += state.wm[k][j] * psi[j]; });
+    learned[k] = model::motor_learned(state.motor_bias[k], dot);
+    motors[k] = model::motor_value(pull, learned[k], state.release, explore, state.noise[k]);
   }
 
-  // Step 5: the reward judges the previous action, through the previous eligibility.
-  const float advantage = reward - state.reward_baseline;
+  // Step 5: the reward judges the previous action, through the critic's temporal-difference
+  // error and the traces as they were; then the traces take this cycle's action.
+  float critic_dot = 0.0f;
+  ForEachReadoutFeature(n, [&](int j) { critic_dot += state.critic[j] * psi[j]; });
+  const float value_now = state.critic_bias + critic_dot;
+  const float delta = model::td_error(reward, state.reward_slow, value_now, state.value_prev);
   for (int k = 0; k < params.motor_count; ++k) {
-    if (params.learn_motors)
-      for (int j = 0; j < kFeatures; ++j) state.wm[k][j] = model::wm_next(state.wm[k][j], advantage, state.elig[k][j]);
-    for (int j = 0; j < kFeatures; ++j) state.elig[k][j] = model::elig_value(motors[k], state.motor_mean[k], phi[j]);
-    state.motor_mean[k] = model::motor_mean_next(state.motor_mean[k], motors[k]);
-  }
-  state.reward_baseline = model::baseline_next(state.reward_baseline, reward);
-
-  // Step 6: this frame's error judges the prediction made from phi_(t-1); then predict anew.
-  const float inv_norm2 = model::inverse_norm2(state.phi_prev_norm2);
-  float norm2 = 0.0f;
-  for (int j = 0; j < kFeatures; ++j) norm2 += phi[j] * phi[j];
-  for (int i = 0; i < params.sensor_count; ++i) {
-    float dot = 0.0f;
-    for (int j = 0; j < kFeatures; ++j) {
-      state.wp[i][j] = model::wp_next(state.wp[i][j], errors[i], state.phi_prev[j], inv_norm2);
-      dot += state.wp[i][j] * phi[j];
+    const float xi = state.innovation[k];
+    if (params.learn_motors) {
+      ForEachReadoutFeature(
+          n, [&](int j) { state.wm[k][j] = model::wm_next(state.wm[k][j], delta, state.trace[k][j], learned[k], psi[j]); });
+      state.motor_bias[k] = model::motor_bias_next(state.motor_bias[k], delta, state.bias_trace[k], learned[k]);
     }
+    ForEachReadoutFeature(n, [&](int j) { state.trace[k][j] = model::trace_next(state.trace[k][j], xi, psi[j]); });
+    state.bias_trace[k] = model::bias_trace_next(state.bias_trace[k], xi);
+  }
+  const float step = model::critic_step(delta, state.psi_prev_norm2);
+  state.critic_bias = model::critic_next(state.critic_bias, step, 1.0f);
+  ForEachReadoutFeature(n, [&](int j) { state.critic[j] = model::critic_next(state.critic[j], step, state.psi_prev[j]); });
+  state.value_prev = value_now;
+
+  // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
+  const float inv_norm2 = model::inverse_norm2(state.psi_prev_norm2);
+  for (int i = 0; i < n; ++i) {
+    float dot = 0.0f;
+    ForEachReadoutFeature(n, [&](int j) {
+      state.wp[i][j] = model::wp_next(state.wp[i][j], errors[i], state.psi_prev[j], inv_norm2);
+      dot += state.wp[i][j] * psi[j];
+    });
     state.prediction[i] = model::prediction_value(dot);
   }
-  for (int j = 0; j < kFeatures; ++j) state.phi_prev[j] = phi[j];
-  state.phi_prev_norm2 = norm2;
+  ForEachReadoutFeature(n, [&](int j) { state.psi_prev[j] = psi[j]; });
+  state.psi_prev_norm2 = norm2;
   ++state.cycle;
 
   for (int k = 0; k < kMaxMotors; ++k) out.motors[k] = k < params.motor_count ? motors[k] : 0.0f;
-  for (int i = 0; i < kMaxSensors; ++i) out.prediction[i] = i < params.sensor_count ? state.prediction[i] : 0.0f;
+  for (int i = 0; i < kMaxSensors; ++i) out.prediction[i] = i < n ? state.prediction[i] : 0.0f;
   out.confidence = state.confidence;
   out.error = state.last_error;
   out.cycle = state.cycle;

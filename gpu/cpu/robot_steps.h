@@ -1,4 +1,4 @@
-// The per-robot steps of a cycle that sit around the field pass, in the order DESIGN.md section 4
+// The per-robot steps of a cycle that sit around the field pass, in the order docs/brain.md
 // gives them. The CPU engine calls these directly; the CUDA engine's readout kernels follow the
 // same order with the same per-element functions (gpu/model/readout.h).
 #pragma once
@@ -8,9 +8,9 @@
 
 namespace fieldbrain::cpu {
 
-// Step 1: e = s - p, err = mean |e|, confidence update. Writes e into `errors` (sensor_count
-// values) and returns the exploration x for this cycle.
-float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float* errors);
+// Step 1 (model::open_cycle): e = s - p into `errors` (sensor_count values), the confidence and
+// the other drives of exploration, the exploration noise; returns the exploration x.
+float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* errors);
 
 // The pattern memory (gpu/model/memory_math.h), between step 1 and the field pass: the write of
 // last cycle's context when this frame's reward or error calls for one (its pattern:
@@ -25,11 +25,12 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
 // field does this as it goes; this is for a field that no pass has written: new or restored).
 void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pooled);
 
-// Steps 4-6 from the new field's summary: features phi_t, motors with exploration noise,
-// reward learning of Wm, prediction learning of Wp and the next prediction. Fills `out` and
+// Steps 4-6 from the new field's summary and this frame's sensors: readout features psi_t, motors with exploration noise, the
+// actor's and the critic's learning from reward, prediction learning of Wp and the next
+// prediction. Fills `out` and
 // advances the cycle count.
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
-                const model::FieldSummary& summary, const float* errors, float explore, float reward,
-                BatchOutputRow& out);
+                const model::FieldSummary& summary, const float* sensors, const float* errors, float explore,
+                float reward, BatchOutputRow& out);
 
 }  // namespace fieldbrain::cpu

@@ -1,6 +1,7 @@
-// Step 1 of the cycle (DESIGN.md section 4): e = s - p, err, confidence, exploration, one thread
-// per batch row through model::open_cycle, the function the CPU engine calls too (the same sums
-// in the same order; nvcc's fused multiply-adds may move the last bit). 64 rows at most per block; the batch's row count (device data) masks the rest.
+// Step 1 of the cycle (docs/brain.md): e = s - p, err, confidence, the drives of exploration and
+// the exploration noise, one thread per batch row through model::open_cycle, the function the CPU
+// engine calls too (the same sums in the same order; nvcc's fused multiply-adds may move the last
+// bit). 64 rows per block; the batch's row count (device data) masks the rest.
 #include "gpu/cuda/launch.h"
 #include "gpu/model/robot_cycle.h"
 
@@ -13,7 +14,7 @@ __global__ void __launch_bounds__(kOpenThreads) OpenCycleKernel(const CycleArgs 
   const int row = blockIdx.x * kOpenThreads + threadIdx.x;
   if (row >= *a.count) return;
   const BatchInputRow& in = a.rows[row];
-  a.explore[row] = model::open_cycle(a.params[in.slot], a.states[in.slot], in.sensors,
+  a.explore[row] = model::open_cycle(a.params[in.slot], a.states[in.slot], in.sensors, in.reward,
                                      a.errors + int64_t(row) * kMaxSensors);
 }
 

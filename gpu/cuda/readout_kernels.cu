@@ -1,17 +1,17 @@
-// Steps 4-6 of the cycle (DESIGN.md section 4) for each batch row: the FieldSummary from the
-// evolve kernel's block partials, the standardised features phi, the motors with Philox
-// exploration noise, the reward learning of Wm and the eligibility, the normalised-LMS learning of
-// Wp and the next prediction; then the row's output.
+// Steps 4-6 of the cycle (docs/brain.md) for each batch row: the FieldSummary from the evolve
+// kernel's block partials, the features phi, the motors with the exploration noise, the actor's
+// and the critic's learning from reward with the eligibility traces, the normalised-LMS learning
+// of Wp and the next prediction; then the row's output.
 //
-// Launch: one block of kFeatures (256) threads per batch row; thread j owns feature j. The dot
-// products over the features are one warp per motor or sensor (lanes stride the features, a
-// fixed shuffle tree sums), the element-wise updates one thread per feature, all in the order of
+// Launch: one block of kFeatures (256) threads per batch row; thread j owns field feature j and
+// readout features j and j + kFeatures (gpu/model/robot_state.h has the layout). The dot
+// products over the readout features are one warp per motor or sensor (lanes stride the
+// features, a fixed shuffle tree sums), the element-wise updates by owner, all in the order of
 // cpu::CloseCycle and through the same model:: functions. Every sum has a fixed order, so the
 // result is bit-reproducible and independent of the batch; it differs from the CPU engine's
 // sequential sums only by rounding.
 #include "gpu/cuda/device_reduce.cuh"
 #include "gpu/cuda/launch.h"
-#include "gpu/model/philox.h"
 #include "gpu/model/readout.h"
 
 namespace fieldbrain::cuda {
@@ -26,10 +26,11 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   if (row >= *a.count) return;  // uniform over the block, before any barrier
 
   __shared__ model::FieldSummary summary;
-  __shared__ float phi[kFeatures];
-  __shared__ float phi_prev[kFeatures];
+  __shared__ float psi[kReadoutFeatures];
+  __shared__ float psi_prev[kReadoutFeatures];
   __shared__ float errors[kMaxSensors];
   __shared__ float motors[kMaxMotors];
+  __shared__ float learned[kMaxMotors];
   __shared__ float scratch[kCloseWarps];
 
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
@@ -41,12 +42,15 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   const int motor_count = p.motor_count, sensor_count = p.sensor_count;
 
   // What this cycle reads of the state before it changes any of it.
-  phi_prev[tid] = st.phi_prev[tid];
+  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) psi_prev[j] = st.psi_prev[j];
   if (tid < kMaxSensors) errors[tid] = a.errors[int64_t(row) * kMaxSensors + tid];
   const float reward = in.reward;
   const float explore = a.explore[row];
-  const float advantage = reward - st.reward_baseline;
-  const float inv_norm2 = model::inverse_norm2(st.phi_prev_norm2);
+  const float value_prev = st.value_prev;
+  const float psi_prev_norm2 = st.psi_prev_norm2;
+  const float inv_norm2 = model::inverse_norm2(psi_prev_norm2);
+  const float scale_before = st.feature_scale;
+  const float critic_bias_before = st.critic_bias;
   const uint64_t cycle = st.cycle;
 
   // FieldSummary: pool entry (g, b) is thread g * 64 + b, summing the partials of the blocks of
@@ -78,57 +82,85 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   }
   __syncthreads();
 
-  // Features: phi_j standardised over the P entries.
+  // Features: phi_j over the slow feature scale.
   const float raw = model::feature_raw((&summary.pool[0][0])[tid], sh);
   const float mean = model::feature_mean(BlockSum<kCloseThreads>(raw, scratch));
-  const float inv_std = model::feature_inv_std(BlockSum<kCloseThreads>(model::feature_deviation2(raw, mean), scratch));
-  const float f = model::feature_standardised(raw, mean, inv_std);
-  phi[tid] = f;
-  const float norm2 = BlockSum<kCloseThreads>(f * f, scratch);  // its barriers publish phi
+  const float scale =
+      model::feature_scale_next(scale_before, BlockSum<kCloseThreads>(model::feature_deviation2(raw, mean), scratch));
+  const float f = model::feature_value(raw, mean, model::feature_inv_scale(scale));
+  psi[tid] = f;
+  float square = f * f;
+  if (tid < kMaxSensors) {
+    const bool used = tid < sensor_count;
+    const float now = used ? model::frame_feature(in.sensors[tid]) : 0.0f;
+    const float before = used ? psi_prev[kFrameFeaturesAt + tid] : 0.0f;
+    psi[kFrameFeaturesAt + tid] = now;
+    psi[kContextFeaturesAt + tid] = before;
+    square += now * now + before * before;
+  }
+  const float norm2 = BlockSum<kCloseThreads>(square, scratch);  // its barriers publish psi
 
-  // Step 4: motors, from the old Wm.
+  // Step 4: motors, from the actor as it was.
   for (int k = warp; k < motor_count; k += kCloseWarps) {
     float dot = 0.0f;
-    for (int j = lane; j < kFeatures; j += kWarp) dot += st.wm[k][j] * phi[j];
+    for (int j = lane; j < kReadoutFeatures; j += kWarp) dot += st.wm[k][j] * psi[j];
     dot = WarpSum(dot);
     if (lane == 0) {
       const int g = model::motor_group(k), axis = model::motor_axis(k);
       const float pull = model::field_pull(summary.ramp_sum[g][axis], summary.abs_sum[g], sh.voxels());
-      const float xi = model::normal_draw(p.seed, model::Domain::kMotorNoise, cycle, uint32_t(k));
-      motors[k] = model::motor_value(pull, dot, explore, xi);
+      learned[k] = model::motor_learned(st.motor_bias[k], dot);
+      motors[k] = model::motor_value(pull, learned[k], st.release, explore, st.noise[k]);
     }
   }
   __syncthreads();
 
-  // Step 5: the reward judges the previous action through the previous eligibility.
+  // Step 5: the critic's temporal-difference error; the actor learns from it through the traces
+  // as they were, then the traces take this action; then the critic learns.
+  float critic_part = 0.0f;
+  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) critic_part += st.critic[j] * psi[j];
+  const float value_now = critic_bias_before + BlockSum<kCloseThreads>(critic_part, scratch);
+  const float delta = model::td_error(reward, st.reward_slow, value_now, value_prev);
   for (int k = 0; k < motor_count; ++k) {
-    if (p.learn_motors) st.wm[k][tid] = model::wm_next(st.wm[k][tid], advantage, st.elig[k][tid]);
-    st.elig[k][tid] = model::elig_value(motors[k], st.motor_mean[k], f);
+    const float xi = st.innovation[k];
+    for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) {
+      if (p.learn_motors) st.wm[k][j] = model::wm_next(st.wm[k][j], delta, st.trace[k][j], learned[k], psi[j]);
+      st.trace[k][j] = model::trace_next(st.trace[k][j], xi, psi[j]);
+    }
   }
-  __syncthreads();  // every read of the old motor means done
-  if (tid < motor_count) st.motor_mean[tid] = model::motor_mean_next(st.motor_mean[tid], motors[tid]);
-  if (tid == 0) st.reward_baseline = model::baseline_next(st.reward_baseline, reward);
+  if (tid < motor_count) {
+    if (p.learn_motors)
+      st.motor_bias[tid] = model::motor_bias_next(st.motor_bias[tid], delta, st.bias_trace[tid], learned[tid]);
+    st.bias_trace[tid] = model::bias_trace_next(st.bias_trace[tid], st.innovation[tid]);
+  }
+  const float step = model::critic_step(delta, psi_prev_norm2);
+  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads)
+    st.critic[j] = model::critic_next(st.critic[j], step, psi_prev[j]);
+  if (tid == 0) {
+    st.critic_bias = model::critic_next(critic_bias_before, step, 1.0f);
+    st.value_prev = value_now;
+    st.feature_scale = scale;
+  }
 
-  // Step 6: this frame's error judges the prediction made from phi_(t-1); then predict anew.
+  // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
   for (int i = warp; i < sensor_count; i += kCloseWarps) {
     const float e = errors[i];
     float dot = 0.0f;
-    for (int j = lane; j < kFeatures; j += kWarp) {
-      const float w = model::wp_next(st.wp[i][j], e, phi_prev[j], inv_norm2);
+    for (int j = lane; j < kReadoutFeatures; j += kWarp) {
+      const float w = model::wp_next(st.wp[i][j], e, psi_prev[j], inv_norm2);
       st.wp[i][j] = w;
-      dot += w * phi[j];
+      dot += w * psi[j];
     }
     dot = WarpSum(dot);
     if (lane == 0) st.prediction[i] = model::prediction_value(dot);
   }
   __syncthreads();  // the new predictions visible to the whole block
 
-  st.phi_prev[tid] = f;
+  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) st.psi_prev[j] = psi[j];
   BatchOutputRow& o = a.outputs[row];
   if (tid < kMaxMotors) o.motors[tid] = tid < motor_count ? motors[tid] : 0.0f;
   if (tid < kMaxSensors) o.prediction[tid] = tid < sensor_count ? st.prediction[tid] : 0.0f;
   if (tid == 0) {
-    st.phi_prev_norm2 = norm2;
+    st.psi_prev_norm2 = norm2;
     st.cycle = cycle + 1;
     o.confidence = st.confidence;
     o.error = st.last_error;

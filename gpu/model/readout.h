@@ -1,13 +1,14 @@
-// The per-robot math around the field (DESIGN.md section 4, steps 1, 4, 5 and 6): confidence,
-// features, motors, reward learning and prediction. Per-element functions shared by both engines;
-// the order they run in is written once, in ReadoutStep (cpu/readout_step.h), and the CUDA
-// kernels follow it.
+// The per-robot math after the field pass (docs/brain.md, steps 4-6): features, motors, the
+// actor and critic that learn from reward, and prediction. Per-element functions shared by both
+// engines; the order they run in is written once, in cpu::CloseCycle (gpu/cpu/robot_steps.cc),
+// and the CUDA kernel follows it.
 #pragma once
 
 #include <cmath>
 
 #include "gpu/model/fastmath.h"
 #include "gpu/model/field_shape.h"
+#include "gpu/model/robot_state.h"
 
 namespace fieldbrain::model {
 
@@ -32,10 +33,6 @@ FB_HD int pool_block(int x, int y, int z, const FieldShape& s) {
          (z * kPoolCells / s.nz);
 }
 
-// Step 1: c <- 0.9 c + 0.1 (1 - min(1, 1.5 err)); exploration x = 0.05 + 0.45 (1 - c).
-FB_HD float confidence_next(float c, float err) { return 0.9f * c + 0.1f * (1.0f - fminf(1.0f, 1.5f * err)); }
-FB_HD float exploration(float c) { return 0.05f + 0.45f * (1.0f - c); }
-
 // Step 4: t_k = 2 sum ramp_a A_g / (sum |A_g| + 1e-3 V), scale-free pull of group g along axis a.
 FB_HD float field_pull(float ramp_sum, float abs_sum, int voxels) {
   return 2.0f * ramp_sum / (abs_sum + 1e-3f * float(voxels));
@@ -43,20 +40,54 @@ FB_HD float field_pull(float ramp_sum, float abs_sum, int voxels) {
 FB_HD int motor_axis(int k) { return k % 3; }
 FB_HD int motor_group(int k) { return k % kContentGroups; }
 
-// m_k = tanh(t_k + Wm_k . phi / sqrt(P) + x xi_k).
-FB_HD float motor_value(float pull, float wm_dot_phi, float explore, float xi) {
-  return fast_tanh(pull + wm_dot_phi * kInvSqrtFeatures + explore * xi);
+// m_k = tanh((1 - h) (t_k + u_k) + x z_k), where u_k = bias_k + Wm_k . phi / sqrt(P) is the
+// learned part and h the habit release (gpu/model/exploration.h).
+FB_HD float motor_learned(float bias, float wm_dot_phi) { return bias + wm_dot_phi * kInvSqrtFeatures; }
+FB_HD float motor_value(float pull, float learned, float release, float explore, float z) {
+  return fast_tanh((1.0f - release) * (pull + learned) + explore * z);
 }
 
-// Step 5: Wm += 0.5 adv elig_(t-1) (clipped), elig_t = (m_t - mbar) phi_t / sqrt(P).
-FB_HD float wm_next(float w, float advantage, float elig) {
-  return clampf(w + 0.5f * advantage * elig, -kWmBound, kWmBound);
+// Step 5, the actor: the reward judges the previous action. Its temporal-difference error
+//   delta = r + kDiscount V(phi_t) - V(phi_(t-1))
+// (the critic's surprise: better or worse than expected in the previous context, counting what
+// the new context promises) moves Wm along the eligibility trace of the cycles before this one,
+// and a penalty pulls the learned drive u back towards 0 so the motors keep their range:
+//   Wm_kj += kActorRate (delta T_kj - kDrivePenalty u_k phi_j / sqrt(P)), clipped to +-kWmBound,
+//   T_kj  <- kTraceKeep T_kj + xi_k phi_j / sqrt(P)
+// (xi_k, this cycle's fresh draw in the exploration noise, is the part of the action nothing
+// before it decided: REINFORCE for a Gaussian policy whose noise state is part of the context).
+// The bias is the same rule with a feature that is always 1.
+inline constexpr float kDiscount = 0.99f;  // a horizon of ~100 cycles, 2 s at 50 Hz
+// Rewards lie in [-1, 1], so |V| <= 1 / (1 - kDiscount) = 100 for a true value; delta is kept
+// within +-kDeltaBound so that a critic still far from the truth cannot blow the actor up.
+inline constexpr float kDeltaBound = 2.0f;
+FB_HD float td_error(float reward, float reward_mean, float value_now, float value_prev) {
+  return clampf(reward - reward_mean + kDiscount * value_now - value_prev, -kDeltaBound, kDeltaBound);
 }
-FB_HD float elig_value(float motor, float motor_mean, float phi) {
-  return (motor - motor_mean) * phi * kInvSqrtFeatures;
+inline constexpr float kActorRate = 0.01f;
+inline constexpr float kDrivePenalty = 0.05f;
+inline constexpr float kTraceKeep = 0.8f;  // ~10 cycles, 0.2 s at 50 Hz
+FB_HD float wm_next(float w, float delta, float trace, float learned, float phi) {
+  return clampf(w + kActorRate * (delta * trace - kDrivePenalty * learned * phi * kInvSqrtFeatures), -kWmBound,
+                kWmBound);
 }
-FB_HD float baseline_next(float rbar, float r) { return 0.95f * rbar + 0.05f * r; }
-FB_HD float motor_mean_next(float mbar, float m) { return 0.9f * mbar + 0.1f * m; }
+FB_HD float motor_bias_next(float b, float delta, float trace, float learned) {
+  return clampf(b + kActorRate * (delta * trace - kDrivePenalty * learned), -kWmBound, kWmBound);
+}
+FB_HD float trace_next(float trace, float xi, float phi) { return kTraceKeep * trace + xi * phi * kInvSqrtFeatures; }
+FB_HD float bias_trace_next(float trace, float xi) { return kTraceKeep * trace + xi; }
+
+// Step 5, the critic: V(phi) = critic_bias + critic . phi, the discounted reward to come, learned
+// by normalised LMS on delta: both move by kCriticRate delta (1, phi_(t-1)) / (1 + |phi_(t-1)|^2).
+// Weights and bias stay within +-kCriticBound.
+inline constexpr float kCriticRate = 0.1f;
+inline constexpr float kCriticBound = 100.0f;
+FB_HD float critic_step(float delta, float phi_prev_norm2) {
+  return kCriticRate * delta / (1.0f + phi_prev_norm2);
+}
+FB_HD float critic_next(float w, float step, float phi_prev) {
+  return clampf(w + step * phi_prev, -kCriticBound, kCriticBound);
+}
 
 // Step 6: normalised LMS, Wp += 0.5 e phi_(t-1) / |phi_(t-1)|^2 (skipped while |phi_(t-1)| = 0);
 // then p = tanh(Wp phi_t).
@@ -66,24 +97,30 @@ FB_HD float wp_next(float w, float e, float phi_prev, float inv_norm2) {
 FB_HD float inverse_norm2(float norm2) { return norm2 > 1e-6f ? 1.0f / norm2 : 0.0f; }
 FB_HD float prediction_value(float wp_dot_phi) { return fast_tanh(wp_dot_phi); }
 
-// The pieces of standardise_features, for engines that compute the P entries in parallel (one
-// thread per entry, the two sums as reductions): the pooled block mean before standardising,
-// the mean from the sum of those, 1 / std from the sum of squared deviations (0 when the field
-// is uniform), and the standardised entry.
+// Features. phi_j = (raw_j - mean_t) / scale, where raw_j are the pooled block means, mean_t
+// their mean this cycle and scale a slowly falling peak of their standard deviation: a
+// per-cycle standard deviation would erase the amplitude of inputs that move all sensors
+// together. The pieces, for engines that compute the P entries in parallel (one thread per entry,
+// the sums as reductions):
 FB_HD float feature_raw(float pool_sum, const FieldShape& s) {
   return pool_sum * (float(kPoolBlocks) / float(s.voxels()));
 }
 FB_HD float feature_mean(float raw_sum) { return raw_sum * (1.0f / float(kFeatures)); }
 FB_HD float feature_deviation2(float raw, float mean) { return (raw - mean) * (raw - mean); }
-FB_HD float feature_inv_std(float deviation2_sum) {
-  const float var = deviation2_sum * (1.0f / float(kFeatures));
-  return var > 1e-12f ? 1.0f / sqrtf(var) : 0.0f;
+inline constexpr float kFeatureScaleFloor = 1e-3f;
+// The scale after this cycle, from the sum of squared deviations: it rises at once to a larger
+// standard deviation (so a field that is still building up is not magnified) and falls over ~100
+// cycles.
+FB_HD float feature_scale_next(float scale, float deviation2_sum) {
+  const float std_now = sqrtf(deviation2_sum * (1.0f / float(kFeatures)));
+  return scale > 0.0f ? 0.99f * scale + 0.01f * std_now : std_now;
 }
-FB_HD float feature_standardised(float raw, float mean, float inv_std) { return (raw - mean) * inv_std; }
+FB_HD float feature_inv_scale(float scale) { return 1.0f / fmaxf(scale, kFeatureScaleFloor); }
+FB_HD float feature_value(float raw, float mean, float inv_scale) { return (raw - mean) * inv_scale; }
 
-// phi: each pooled block mean, standardised over all P entries (zero mean, unit std; all zero
-// when the field is uniform). Sums run in index order here; the CUDA engine sums by a fixed tree.
-FB_HD void standardise_features(const FieldSummary& sum, const FieldShape& s, float* phi) {
+// phi from one FieldSummary; updates `scale`. Sums run in index order here; the CUDA engine sums
+// by a fixed tree.
+FB_HD void compute_features(const FieldSummary& sum, const FieldShape& s, float& scale, float* phi) {
   float raw_sum = 0.0f;
   for (int g = 0; g < kContentGroups; ++g)
     for (int b = 0; b < kPoolBlocks; ++b) {
@@ -93,8 +130,20 @@ FB_HD void standardise_features(const FieldSummary& sum, const FieldShape& s, fl
   const float mean = feature_mean(raw_sum);
   float dev2_sum = 0.0f;
   for (int i = 0; i < kFeatures; ++i) dev2_sum += feature_deviation2(phi[i], mean);
-  const float inv_std = feature_inv_std(dev2_sum);
-  for (int i = 0; i < kFeatures; ++i) phi[i] = feature_standardised(phi[i], mean, inv_std);
+  scale = feature_scale_next(scale, dev2_sum);
+  const float inv = feature_inv_scale(scale);
+  for (int i = 0; i < kFeatures; ++i) phi[i] = feature_value(phi[i], mean, inv);
 }
+
+// The readouts' features psi = [phi_t | g s_t | g s_(t-1)] (layout in gpu/model/robot_state.h).
+// The field's features carry what the field has made of the recent past; the frame and the one
+// before it carry the sensors as they are, with their amplitude and their direction of change,
+// so a readout can respond to "the wall is 0.3 m ahead and getting closer" or continue a
+// sine (s_(t+1) = 2 cos(w) s_t - s_(t-1)) without waiting for the field to encode it. g makes
+// a dozen sensors at half range weigh about as much in |psi|^2 as the P standardised field
+// features. Entries past sensor_count are 0, and every rule moves a weight in proportion to its
+// feature, so their weights stay 0 and engines may skip them.
+inline constexpr float kFrameGain = 4.0f;
+FB_HD float frame_feature(float s) { return kFrameGain * s; }
 
 }  // namespace fieldbrain::model

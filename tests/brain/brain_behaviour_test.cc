@@ -43,34 +43,35 @@ TEST(BrainBehaviour, FieldRisingAlongXDrivesMotorZeroForward) {
   }
 }
 
-// Twenty identical inputs still give varied motors (exploration), and less so once the brain
-// predicts its input well and its confidence has risen.
-TEST(BrainBehaviour, RepeatedInputExploresLessAsConfidenceRises) {
+// Exploration answers doubt and boredom: on a periodic input the brain learns to predict, its
+// confidence rises and its exploration falls; when the input then freezes, the sensors stop
+// changing and exploration rises again (docs/brain.md, "Exploration"). Motors vary throughout.
+TEST(BrainBehaviour, ExplorationFallsWithConfidenceAndRisesWithBoredom) {
   BrainRig rig(FieldShape::Small(), 1);
   const int b = rig.Add(Spec(7));
-  const std::vector<float> input = {0.3f, -0.2f, 0.5f, 0.1f, -0.6f, 0.4f, 0.0f, 0.2f, -0.1f, 0.7f, -0.3f, 0.25f};
-  auto motor_stds = [&](float* confidence) {
-    std::vector<std::vector<float>> per_motor(kMotors);
-    for (int t = 0; t < 20; ++t) {
-      const CycleOut out = rig.Step1(b, input);
-      for (int k = 0; k < kMotors; ++k) per_motor[k].push_back(out.motors[k]);
-      *confidence = out.confidence;
-    }
-    std::vector<float> stds;
-    for (auto& m : per_motor) stds.push_back(Std(m));
-    return stds;
+  auto wave = [](int t) {
+    std::vector<float> s(kSensors);
+    for (int i = 0; i < kSensors; ++i) s[i] = 0.8f * std::sin(6.2831853f * (float(t % 16) / 16.0f + float(i) / kSensors));
+    return s;
   };
-  float c_early = 0, c_late = 0;
-  const std::vector<float> early = motor_stds(&c_early);
-  for (int t = 0; t < 400; ++t) rig.Step1(b, input);
-  const std::vector<float> late = motor_stds(&c_late);
-  EXPECT_GT(c_late, c_early) << "confidence should rise on a predictable input";
-  std::printf("confidence %.3f -> %.3f\n", c_early, c_late);
-  for (int k = 0; k < kMotors; ++k) {
-    std::printf("motor %d std %.4f -> %.4f\n", k, early[k], late[k]);
-    EXPECT_GT(early[k], 0.01f) << "motor " << k;
-    EXPECT_LT(late[k], early[k]) << "motor " << k;
+  auto explore = [&] { return rig.engine().Snapshot(rig.slot(b))->state.explore; };
+  std::vector<float> early_motor, frozen_motor;
+  float early = 0, learned = 0, frozen = 0;
+  for (int t = 0; t < 2000; ++t) {
+    const CycleOut out = rig.Step1(b, wave(t));
+    if (t < 20) early += explore() / 20.0f, early_motor.push_back(out.motors[0]);
+    if (t >= 1980) learned += explore() / 20.0f;
   }
+  const std::vector<float> still = wave(1999);
+  for (int t = 0; t < 300; ++t) {
+    const CycleOut out = rig.Step1(b, still);
+    if (t >= 280) frozen += explore() / 20.0f, frozen_motor.push_back(out.motors[0]);
+  }
+  std::printf("exploration: start %.3f, predicted wave %.3f, frozen input %.3f\n", early, learned, frozen);
+  EXPECT_LT(learned, 0.5f * early);
+  EXPECT_GT(frozen, 2.0f * learned);
+  EXPECT_GT(Std(early_motor), 0.01f);
+  EXPECT_GT(Std(frozen_motor), 0.01f);
 }
 
 // Distinct stimuli give distinct outputs: mean L2 distance > 0.05 between 5-cycle mean motors.
@@ -161,10 +162,33 @@ TEST(BrainBehaviour, PredictionErrorHalvesOnAPeriodicSequence) {
   std::printf("prediction error: first period %.4f, last period %.4f\n", start, end);
 }
 
+// All sensors move together (the same sine): only the amplitude changes, which features
+// standardised every cycle would erase. Prediction error over the last period of 500 cycles is at
+// most half of the first period's.
+TEST(BrainBehaviour, PredictionErrorHalvesOnAnInPhasePeriodicInput) {
+  BrainRig rig(FieldShape::Small(), 1);
+  const int b = rig.Add(Spec(33));
+  auto frame = [](int t) { return std::vector<float>(kSensors, 0.8f * std::sin(6.2831853f * float(t % 20) / 20.0f)); };
+  float start = 0, end = 0;
+  for (int t = 0; t < 500; ++t) {
+    const float err = rig.Step1(b, frame(t)).error;
+    if (t < 20) start += err / 20.0f;
+    if (t >= 480) end += err / 20.0f;
+  }
+  std::printf("in-phase prediction error: first period %.4f, last period %.4f\n", start, end);
+  EXPECT_LE(end, 0.5f * start) << "start " << start << " end " << end;
+}
+
 // A contextual bandit: each cycle shows pattern A or -A; the reward (sent with the next frame)
-// is +1 when sign(motor 0) is the pattern's wanted sign, else -1. Returns the mean reward over
-// cycles 1300-1500.
-float BanditReward(bool learn, int assignment, uint64_t seed) {
+// is +1 when sign(motor 0) is the pattern's wanted sign, else -1.
+struct BanditRun {
+  float late = 0;        // mean reward over cycles 1300-1500
+  float after_flip = 0;  // over cycles 2000-2250 (when the wanted signs flip at 2000)
+  float relearned = 0;   // over cycles 3500-4000
+  float saturated = 0;   // fraction of cycles with |motor 0| > 0.99
+};
+
+BanditRun Bandit(bool learn, int assignment, uint64_t seed, int cycles = 1500, int flip_at = -1) {
   BrainRig rig(FieldShape::Small(), 1);
   const int b = rig.Add(Spec(seed, learn));
   std::mt19937 rng(unsigned(seed) * 7919u);
@@ -172,27 +196,58 @@ float BanditReward(bool learn, int assignment, uint64_t seed) {
   std::vector<float> pattern(kSensors);
   for (float& v : pattern) v = uni(rng);
   std::bernoulli_distribution coin(0.5);
-  float reward = 0, late = 0;
-  for (int t = 0; t < 1500; ++t) {
+  float reward = 0;
+  BanditRun run;
+  for (int t = 0; t < cycles; ++t) {
     const bool positive = coin(rng);
     std::vector<float> s = pattern;
     if (!positive)
       for (float& v : s) v = -v;
     const CycleOut out = rig.Step1(b, s, reward);
-    const float wanted = (positive == (assignment == 0)) ? 1.0f : -1.0f;
+    const bool flipped = flip_at >= 0 && t >= flip_at;
+    const float wanted = (positive == ((assignment == 0) != flipped)) ? 1.0f : -1.0f;
     reward = (out.motors[0] > 0) == (wanted > 0) ? 1.0f : -1.0f;
-    if (t >= 1300) late += reward / 200.0f;
+    if (t >= 1300 && t < 1500) run.late += reward / 200.0f;
+    if (t >= 2000 && t < 2250) run.after_flip += reward / 250.0f;
+    if (t >= 3500 && t < 4000) run.relearned += reward / 500.0f;
+    run.saturated += std::fabs(out.motors[0]) > 0.99f ? 1.0f / float(cycles) : 0.0f;
   }
-  return late;
+  return run;
 }
 
 TEST(BrainBehaviour, ContextualBanditLearnsBothSignAssignments) {
-  const float a0 = BanditReward(true, 0, 41), a1 = BanditReward(true, 1, 41);
-  EXPECT_GT(a0, 0.3f);
-  EXPECT_GT(a1, 0.3f);
-  const float f0 = BanditReward(false, 0, 41), f1 = BanditReward(false, 1, 41);
-  EXPECT_LT(std::min(f0, f1), 0.2f) << "without learning one assignment must stay unsolved";
-  std::printf("bandit mean reward, cycles 1300-1500: learning %.3f / %.3f, frozen %.3f / %.3f\n", a0, a1, f0, f1);
+  const BanditRun a0 = Bandit(true, 0, 41), a1 = Bandit(true, 1, 41);
+  EXPECT_GT(a0.late, 0.3f);
+  EXPECT_GT(a1.late, 0.3f);
+  // The motors keep their range while they learn (the issue measured 97 % saturated cycles).
+  EXPECT_LT(std::max(a0.saturated, a1.saturated), 0.2f);
+  const BanditRun f0 = Bandit(false, 0, 41), f1 = Bandit(false, 1, 41);
+  EXPECT_LT(std::min(f0.late, f1.late), 0.2f) << "without learning one assignment must stay unsolved";
+  std::printf("bandit mean reward, cycles 1300-1500: learning %.3f / %.3f, frozen %.3f / %.3f; |motor| > 0.99 on %.3f / %.3f of cycles\n",
+              a0.late, a1.late, f0.late, f1.late, a0.saturated, a1.saturated);
+}
+
+// A reversal: the wanted signs flip at cycle 2000. Reward drops below chance right after the
+// flip (what was learned is now wrong) and is won back by cycle 4000. Four seeds, both
+// assignments: mean reward over cycles 3500-4000 of at least 0.25 (62 % right), and at least 7
+// of the 8 runs above chance (docs/brain.md reports the one that was not, seed 47).
+TEST(BrainBehaviour, BanditReversalIsRelearnedBy4000) {
+  float mean_after = 0, mean_relearned = 0;
+  int above_chance = 0;
+  for (const uint64_t seed : {41u, 45u, 46u, 47u})
+    for (int assignment = 0; assignment < 2; ++assignment) {
+      const BanditRun r = Bandit(true, assignment, seed, 4000, 2000);
+      std::printf("seed %llu assignment %d: 1300-1500 %.3f, 2000-2250 %.3f, 3500-4000 %.3f\n",
+                  static_cast<unsigned long long>(seed), assignment, r.late, r.after_flip, r.relearned);
+      mean_after += r.after_flip / 8.0f;
+      mean_relearned += r.relearned / 8.0f;
+      above_chance += r.relearned > 0.0f ? 1 : 0;
+    }
+  std::printf("reversal: mean reward 2000-2250 %.3f, 3500-4000 %.3f, %d of 8 above chance\n", mean_after,
+              mean_relearned, above_chance);
+  EXPECT_LT(mean_after, 0.0f);
+  EXPECT_GT(mean_relearned, 0.25f);
+  EXPECT_GE(above_chance, 7);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "gpu/model/exploration.h"
 #include "gpu/model/field_init.h"
 #include "gpu/model/field_math.h"
 #include "gpu/model/philox.h"
@@ -122,35 +123,93 @@ TEST(FieldMath, PatternSampleInterpolatesTheCoarseGrid) {
   EXPECT_EQ(pattern_sample(coarse.data(), s, 15, 15, 15), 3.0f);
 }
 
-TEST(Readout, FeaturesAreStandardised) {
+// The first cycle takes its own standard deviation as the scale, so its features are
+// standardised; the scale rises at once and falls slowly, so an input that weakens gives weaker
+// features (the amplitude survives).
+TEST(Readout, FeaturesKeepTheirAmplitude) {
   const FieldShape s = FieldShape::Small();
   FieldSummary sum{};
   for (int g = 0; g < kContentGroups; ++g)
     for (int b = 0; b < kPoolBlocks; ++b) sum.pool[g][b] = float(g * 100 + b);
-  float phi[kFeatures];
-  standardise_features(sum, s, phi);
+  float scale = 0.0f, phi[kFeatures];
+  compute_features(sum, s, scale, phi);
   double mean = 0, sq = 0;
   for (float v : phi) mean += v;
   for (float v : phi) sq += v * v;
   EXPECT_NEAR(mean / kFeatures, 0.0, 1e-5);
   EXPECT_NEAR(sq / kFeatures, 1.0, 1e-4);
+
+  FieldSummary doubled = sum;
+  for (auto& group : doubled.pool)
+    for (float& v : group) v *= 2.0f;
+  float phi2[kFeatures];
+  const float scale_before = scale;
+  compute_features(doubled, s, scale, phi2);
+  EXPECT_NEAR(scale, 2.0f * scale_before, 1e-5f * scale_before);  // a larger spread: at once
+  EXPECT_NEAR(phi2[7], phi[7], 1e-4f);
+  // Back to the first field: the scale falls slowly, so its features come out at about half.
+  compute_features(sum, s, scale, phi2);
+  EXPECT_NEAR(scale, 1.99f * scale_before, 1e-4f * scale_before);  // 0.99 (2 s) + 0.01 s
+  EXPECT_NEAR(phi2[7], phi[7] / 1.99f, 1e-4f);
+
   FieldSummary flat{};
-  standardise_features(flat, s, phi);
+  float flat_scale = 0.0f;
+  compute_features(flat, s, flat_scale, phi);
   for (float v : phi) EXPECT_EQ(v, 0.0f);
 }
 
-TEST(Readout, LearningRulesFollowTheFormulas) {
+TEST(Exploration, RisesWithDoubtFrustrationOrBoredom) {
   EXPECT_FLOAT_EQ(confidence_next(0.5f, 0.0f), 0.55f);
   EXPECT_FLOAT_EQ(confidence_next(0.5f, 2.0f), 0.45f);
-  EXPECT_FLOAT_EQ(exploration(1.0f), 0.05f);
-  EXPECT_FLOAT_EQ(exploration(0.0f), 0.5f);
+  // Confident, content and busy: the floor; any one drive at full: the top.
+  EXPECT_FLOAT_EQ(exploration(1.0f, 0.0f, 0.0f), kExploreFloor);
+  EXPECT_FLOAT_EQ(exploration(0.0f, 0.0f, 0.0f), kExploreFloor + kExploreRange);
+  EXPECT_FLOAT_EQ(exploration(1.0f, 1.0f, 0.0f), kExploreFloor + kExploreRange);
+  EXPECT_FLOAT_EQ(exploration(1.0f, 0.0f, 1.0f), kExploreFloor + kExploreRange);
+  EXPECT_FLOAT_EQ(exploration(0.8f, 0.5f, 0.1f), kExploreFloor + 0.5f * kExploreRange);
+  // Frustration: recent reward below the expected, in units of the usual spread; not reward
+  // below zero as such.
+  EXPECT_FLOAT_EQ(frustration(-1.0f, -1.0f, 0.5f), 0.0f);
+  EXPECT_FLOAT_EQ(frustration(0.0f, 0.05f, 0.1f - kSpreadFloor), 0.5f);
+  EXPECT_FLOAT_EQ(frustration(-1.0f, 0.1f, 0.5f), 1.0f);
+  EXPECT_FLOAT_EQ(frustration(0.5f, 0.0f, 0.1f), 0.0f);
+  // Boredom: the novelty below what the robot is used to, or below kNoveltyScale at all.
+  EXPECT_FLOAT_EQ(boredom(0.0f, 0.0f), 1.0f);
+  EXPECT_FLOAT_EQ(boredom(0.5f * kNoveltyScale, 0.0f), 0.5f);
+  EXPECT_FLOAT_EQ(boredom(2.0f * kNoveltyScale, 2.0f * kNoveltyScale), 0.0f);
+  EXPECT_NEAR(boredom(0.25f, 1.0f), 0.75f, 1e-5f);
+}
+
+// The exploration noise is a unit-variance Ornstein-Uhlenbeck process: its variance stays 1.
+TEST(Exploration, NoiseKeepsUnitVariance) {
+  float z = 0.0f;
+  double sq = 0;
+  uint64_t n = 0;
+  for (uint64_t t = 0; t < 200000; ++t) {
+    z = noise_next(z, normal_draw(3, Domain::kMotorNoise, t, 0));
+    if (t >= 1000) sq += double(z) * z, ++n;
+  }
+  EXPECT_NEAR(sq / double(n), 1.0, 0.05);
+}
+
+TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_FLOAT_EQ(field_pull(10.0f, 100.0f, 1000), 2.0f * 10.0f / 101.0f);
-  EXPECT_FLOAT_EQ(wm_next(9.9f, 1.0f, 1.0f), 10.0f);
-  EXPECT_FLOAT_EQ(wm_next(0.0f, -1.0f, 0.5f), -0.25f);
-  EXPECT_FLOAT_EQ(elig_value(0.5f, 0.1f, 2.0f), 0.4f * 2.0f / 16.0f);
+  // Actor: reward along the trace, a pull of the learned drive towards 0, the bound.
+  EXPECT_FLOAT_EQ(td_error(0.5f, 0.25f, 2.0f, 1.0f), 0.5f - 0.25f + kDiscount * 2.0f - 1.0f);
+  EXPECT_FLOAT_EQ(td_error(1.0f, 0.0f, 50.0f, 0.0f), kDeltaBound);
+  EXPECT_FLOAT_EQ(frame_feature(0.5f), 0.5f * kFrameGain);
+  EXPECT_FLOAT_EQ(wm_next(0.0f, 1.0f, 0.5f, 0.0f, 1.0f), kActorRate * 0.5f);
+  EXPECT_FLOAT_EQ(wm_next(0.0f, 0.0f, 0.5f, 2.0f, 16.0f), -kActorRate * kDrivePenalty * 2.0f);
+  EXPECT_FLOAT_EQ(wm_next(kWmBound, 1.0f, 1.0f, 0.0f, 0.0f), kWmBound);
+  EXPECT_FLOAT_EQ(motor_bias_next(0.0f, -1.0f, 2.0f, 1.0f), kActorRate * (-2.0f - kDrivePenalty));
+  EXPECT_FLOAT_EQ(trace_next(1.0f, 0.5f, 2.0f), kTraceKeep + 0.5f * 2.0f / 16.0f);
+  EXPECT_FLOAT_EQ(bias_trace_next(1.0f, 0.5f), kTraceKeep + 0.5f);
+  EXPECT_FLOAT_EQ(critic_step(1.0f, 3.0f), kCriticRate / 4.0f);
   EXPECT_FLOAT_EQ(wp_next(0.0f, 0.4f, 2.0f, 0.25f), 0.1f);
   EXPECT_EQ(inverse_norm2(0.0f), 0.0f);
-  EXPECT_FLOAT_EQ(motor_value(0.0f, 0.0f, 0.5f, 0.0f), 0.0f);
+  EXPECT_FLOAT_EQ(motor_learned(0.5f, 16.0f), 1.5f);
+  EXPECT_FLOAT_EQ(motor_value(0.0f, 0.0f, 0.0f, 0.5f, 0.0f), 0.0f);
+  EXPECT_FLOAT_EQ(motor_value(0.5f, 1.0f, 1.0f, 0.5f, 0.0f), 0.0f);  // a full release drops the habit
 }
 
 TEST(FieldInit, StartStateFollowsTheDesign) {

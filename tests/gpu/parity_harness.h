@@ -67,7 +67,7 @@ Diff MaxAbsDiff(std::span<const float> a, std::span<const float> b, double tol);
 void Merge(Diff& into, const Diff& d, int64_t offset);
 
 struct SnapshotDiff {
-  Diff field, pattern, state;  // state: scalars (|phi|^2 / P), means, prediction, phi_prev, elig, Wp, Wm
+  Diff field, pattern, state;  // state: scalars (|psi|^2 / its length), means, prediction, psi_prev, critic, traces, Wp, Wm
   Diff memory;                 // the pattern memory's keys, valences, strengths and stored patterns
 };
 SnapshotDiff CompareSnapshots(const BrainSnapshot& a, const BrainSnapshot& b, double tol);
