@@ -4,7 +4,7 @@
 #   make bench  the benchmark binaries, figures for docs/benchmarks.md
 BUILD ?= build
 JOBS ?= 2
-DEMO_SECONDS ?= 30
+DEMO_SECONDS ?= 120
 DEMO_ROBOTS ?= 4
 DEMO_PORT ?= 50051
 

@@ -64,13 +64,36 @@ std::string CountsText(const std::map<std::string, uint64_t>& counts) {
 
 void PrintLive(double t, const RobotStats& w, double window_s) {
   std::printf("[%6.1f s] %8.1f cycles/s  rtt p50 %s p99 %s  safe stops %llu  collisions %llu  "
-              "confidence %.3f\n",
+              "blocked/1000 %5.1f  reward/tick %+.4f  confidence %.3f\n",
               t, w.cycles / window_s, Ms(w.round_trip.Percentile(0.5)).c_str(),
               Ms(w.round_trip.Percentile(0.99)).c_str(),
               static_cast<unsigned long long>(w.safe_stops),
               static_cast<unsigned long long>(w.collisions),
+              w.cycles ? 1000.0 * double(w.blocked_ticks) / double(w.cycles) : 0.0,
+              w.cycles ? w.reward / double(w.cycles) : 0.0,
               w.confidence_n ? w.confidence_sum / w.confidence_n : 0.0);
   std::fflush(stdout);
+}
+
+// The first and the last minute of every robot's run (the ticks of a minute at `hz`), mean over
+// robots: what `make demo` shows of learning. Runs shorter than two minutes overlap.
+void PrintFirstAndLastMinute(const std::vector<std::unique_ptr<SimRobot>>& fleet, double hz) {
+  const int64_t minute = std::max<int64_t>(1, int64_t(60.0 * hz + 0.5));
+  TraceFigures mean;
+  size_t ticks = 0;
+  for (const auto& robot : fleet) {
+    const TraceFigures f = fieldbrain::sim::FiguresOf(robot->trace(), minute);
+    mean.blocked_per_1000_first += f.blocked_per_1000_first / double(fleet.size());
+    mean.blocked_per_1000_last += f.blocked_per_1000_last / double(fleet.size());
+    mean.reward_per_tick_first += f.reward_per_tick_first / double(fleet.size());
+    mean.reward_per_tick_last += f.reward_per_tick_last / double(fleet.size());
+    ticks = std::max(ticks, robot->trace().size());
+  }
+  std::printf("  first minute     blocked/1000 %.1f  reward/tick %+.4f\n", mean.blocked_per_1000_first,
+              mean.reward_per_tick_first);
+  std::printf("  last minute      blocked/1000 %.1f  reward/tick %+.4f%s\n", mean.blocked_per_1000_last,
+              mean.reward_per_tick_last,
+              int64_t(ticks) < 2 * minute ? "  (run shorter than 2 minutes: the two overlap)" : "");
 }
 
 // The learning curve over every robot: means of the per-robot figures, and the worst blocked runs.
@@ -282,6 +305,7 @@ int main(int argc, char** argv) {
   collect(rest);
   if (g_signalled) std::printf("\nbrain-sim: stopped by signal\n");
   PrintSummary(brain ? target : std::string(), server, connected, totals, ran);
+  PrintFirstAndLastMinute(fleet, hz);
   PrintLearningCurve(fleet);
   fleet.clear();  // closes every stream before exit
   return 0;
