@@ -108,9 +108,8 @@ FB_HD float feature_raw(float pool_sum, const FieldShape& s) {
 FB_HD float feature_mean(float raw_sum) { return raw_sum * (1.0f / float(kFeatures)); }
 FB_HD float feature_deviation2(float raw, float mean) { return (raw - mean) * (raw - mean); }
 inline constexpr float kFeatureScaleFloor = 1e-3f;
-// The scale after this cycle, from the sum of squared deviations: it rises at once to a larger
-// standard deviation (so a field that is still building up is not magnified) and falls over ~100
-// cycles.
+// The scale after this cycle, from the sum of squared deviations: the first cycle's standard
+// deviation, then a mean over ~100 cycles, so a change in amplitude shows in the features.
 FB_HD float feature_scale_next(float scale, float deviation2_sum) {
   const float std_now = sqrtf(deviation2_sum * (1.0f / float(kFeatures)));
   return scale > 0.0f ? 0.99f * scale + 0.01f * std_now : std_now;

@@ -145,12 +145,10 @@ TEST(Readout, FeaturesKeepTheirAmplitude) {
   float phi2[kFeatures];
   const float scale_before = scale;
   compute_features(doubled, s, scale, phi2);
-  EXPECT_NEAR(scale, 2.0f * scale_before, 1e-5f * scale_before);  // a larger spread: at once
-  EXPECT_NEAR(phi2[7], phi[7], 1e-4f);
-  // Back to the first field: the scale falls slowly, so its features come out at about half.
-  compute_features(sum, s, scale, phi2);
-  EXPECT_NEAR(scale, 1.99f * scale_before, 1e-4f * scale_before);  // 0.99 (2 s) + 0.01 s
-  EXPECT_NEAR(phi2[7], phi[7] / 1.99f, 1e-4f);
+  // The scale moves slowly (0.99 s + 0.01 * 2 s), so the doubled field's features come out at
+  // about twice the size: the amplitude survives.
+  EXPECT_NEAR(scale, 1.01f * scale_before, 1e-4f * scale_before);
+  EXPECT_NEAR(phi2[7], 2.0f * phi[7] / 1.01f, 1e-3f);
 
   FieldSummary flat{};
   float flat_scale = 0.0f;
@@ -176,7 +174,7 @@ TEST(Exploration, RisesWithDoubtFrustrationOrBoredom) {
   // Boredom: the novelty below what the robot is used to, or below kNoveltyScale at all.
   EXPECT_FLOAT_EQ(boredom(0.0f, 0.0f), 1.0f);
   EXPECT_FLOAT_EQ(boredom(0.5f * kNoveltyScale, 0.0f), 0.5f);
-  EXPECT_FLOAT_EQ(boredom(2.0f * kNoveltyScale, 2.0f * kNoveltyScale), 0.0f);
+  EXPECT_NEAR(boredom(2.0f * kNoveltyScale, 2.0f * kNoveltyScale), 0.0f, 1e-3f);
   EXPECT_NEAR(boredom(0.25f, 1.0f), 0.75f, 1e-5f);
 }
 
