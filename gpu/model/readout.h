@@ -82,17 +82,17 @@ FB_HD float bias_trace_next(float trace, float xi) { return kTraceKeep * trace +
 // Weights and bias stay within +-kCriticBound.
 inline constexpr float kCriticRate = 0.1f;
 inline constexpr float kCriticBound = 100.0f;
-FB_HD float critic_step(float delta, float phi_prev_norm2) {
-  return kCriticRate * delta / (1.0f + phi_prev_norm2);
+FB_HD float critic_step(float delta, float psi_prev_norm2) {
+  return kCriticRate * delta / (1.0f + psi_prev_norm2);
 }
-FB_HD float critic_next(float w, float step, float phi_prev) {
-  return clampf(w + step * phi_prev, -kCriticBound, kCriticBound);
+FB_HD float critic_next(float w, float step, float psi_prev) {
+  return clampf(w + step * psi_prev, -kCriticBound, kCriticBound);
 }
 
 // Step 6: normalised LMS, Wp += 0.5 e phi_(t-1) / |phi_(t-1)|^2 (skipped while |phi_(t-1)| = 0);
 // then p = tanh(Wp phi_t).
-FB_HD float wp_next(float w, float e, float phi_prev, float inv_norm2) {
-  return w + 0.5f * e * phi_prev * inv_norm2;
+FB_HD float wp_next(float w, float e, float psi_prev, float inv_norm2) {
+  return w + 0.5f * e * psi_prev * inv_norm2;
 }
 FB_HD float inverse_norm2(float norm2) { return norm2 > 1e-6f ? 1.0f / norm2 : 0.0f; }
 FB_HD float prediction_value(float wp_dot_phi) { return fast_tanh(wp_dot_phi); }
