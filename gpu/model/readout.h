@@ -77,8 +77,8 @@ FB_HD float motor_bias_next(float b, float delta, float trace, float learned) {
 FB_HD float trace_next(float trace, float xi, float phi) { return kTraceKeep * trace + xi * phi * kInvSqrtFeatures; }
 FB_HD float bias_trace_next(float trace, float xi) { return kTraceKeep * trace + xi; }
 
-// Step 5, the critic: V(phi) = critic_bias + critic . phi, the discounted reward to come, learned
-// by normalised LMS on delta: both move by kCriticRate delta (1, phi_(t-1)) / (1 + |phi_(t-1)|^2).
+// Step 5, the critic: V(psi) = critic_bias + critic . psi, the discounted reward to come, learned
+// by normalised LMS on delta: both move by kCriticRate delta (1, psi_(t-1)) / (1 + |psi_(t-1)|^2).
 // Weights and bias stay within +-kCriticBound.
 inline constexpr float kCriticRate = 0.1f;
 inline constexpr float kCriticBound = 100.0f;
@@ -89,8 +89,8 @@ FB_HD float critic_next(float w, float step, float psi_prev) {
   return clampf(w + step * psi_prev, -kCriticBound, kCriticBound);
 }
 
-// Step 6: normalised LMS, Wp += 0.5 e phi_(t-1) / |phi_(t-1)|^2 (skipped while |phi_(t-1)| = 0);
-// then p = tanh(Wp phi_t).
+// Step 6: normalised LMS, Wp += 0.5 e psi_(t-1) / |psi_(t-1)|^2 (skipped while |psi_(t-1)| = 0);
+// then p = tanh(Wp psi_t).
 FB_HD float wp_next(float w, float e, float psi_prev, float inv_norm2) {
   return w + 0.5f * e * psi_prev * inv_norm2;
 }
