@@ -93,8 +93,11 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
     psi[kFrameFeaturesAt + i] = model::frame_feature(sensors[i]);
     psi[kContextFeaturesAt + i] = state.psi_prev[kFrameFeaturesAt + i];
   }
-  float norm2 = 0.0f;
-  ForEachReadoutFeature(n, [&](int j) { norm2 += psi[j] * psi[j]; });
+  float norm2 = 0.0f, actor[kReadoutFeatures];
+  ForEachReadoutFeature(n, [&](int j) {
+    norm2 += psi[j] * psi[j];
+    actor[j] = model::actor_feature(j, psi[j]);
+  });
 
   // Step 4: motors, from the actor as it was.
   float motors[kMaxMotors], learned[kMaxMotors];
@@ -102,13 +105,14 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
     const int g = model::motor_group(k), a = model::motor_axis(k);
     const float pull = model::field_pull(summary.ramp_sum[g][a], summary.abs_sum[g], shape.voxels());
     float dot = 0.0f;
-    ForEachReadoutFeature(n, [&](int j) { dot += state.wm[k][j] * psi[j]; });
+    ForEachReadoutFeature(n, [&](int j) { dot += state.wm[k][j] * actor[j]; });
     learned[k] = model::motor_learned(state.motor_bias[k], dot);
-    motors[k] = model::motor_value(pull, learned[k], state.release, explore, state.noise[k]);
+    motors[k] = model::motor_value(pull, learned[k], explore, state.noise[k]);
   }
 
   // Step 5: the reward judges the previous action, through the critic's temporal-difference
-  // error and the traces as they were; then the traces take this cycle's action.
+  // error and the traces as they were, and a bad surprise withdraws the motors sent last cycle;
+  // then the traces take this cycle's action.
   float critic_dot = 0.0f;
   ForEachReadoutFeature(n, [&](int j) { critic_dot += state.critic[j] * psi[j]; });
   const float value_now = state.critic_bias + critic_dot;
@@ -116,11 +120,15 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
   for (int k = 0; k < params.motor_count; ++k) {
     const float xi = state.innovation[k];
     if (params.learn_motors) {
-      ForEachReadoutFeature(
-          n, [&](int j) { state.wm[k][j] = model::wm_next(state.wm[k][j], delta, state.trace[k][j], learned[k], psi[j]); });
-      state.motor_bias[k] = model::motor_bias_next(state.motor_bias[k], delta, state.bias_trace[k], learned[k]);
+      const float withdraw = model::withdraw_step(delta, state.motor_prev[k]);
+      ForEachReadoutFeature(n, [&](int j) {
+        const float w = model::wm_next(state.wm[k][j], delta, state.trace[k][j], learned[k], actor[j]);
+        state.wm[k][j] = model::wm_withdrawn(w, withdraw, model::actor_feature(j, state.psi_prev[j]));
+      });
+      const float b = model::motor_bias_next(state.motor_bias[k], delta, state.bias_trace[k], learned[k]);
+      state.motor_bias[k] = model::motor_bias_withdrawn(b, withdraw);
     }
-    ForEachReadoutFeature(n, [&](int j) { state.trace[k][j] = model::trace_next(state.trace[k][j], xi, psi[j]); });
+    ForEachReadoutFeature(n, [&](int j) { state.trace[k][j] = model::trace_next(state.trace[k][j], xi, actor[j]); });
     state.bias_trace[k] = model::bias_trace_next(state.bias_trace[k], xi);
   }
   const float step = model::critic_step(delta, state.psi_prev_norm2);
@@ -140,6 +148,7 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
   }
   ForEachReadoutFeature(n, [&](int j) { state.psi_prev[j] = psi[j]; });
   state.psi_prev_norm2 = norm2;
+  for (int k = 0; k < params.motor_count; ++k) state.motor_prev[k] = motors[k];
   ++state.cycle;
 
   for (int k = 0; k < kMaxMotors; ++k) out.motors[k] = k < params.motor_count ? motors[k] : 0.0f;

@@ -103,33 +103,41 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   // Step 4: motors, from the actor as it was.
   for (int k = warp; k < motor_count; k += kCloseWarps) {
     float dot = 0.0f;
-    for (int j = lane; j < kReadoutFeatures; j += kWarp) dot += st.wm[k][j] * psi[j];
+    for (int j = lane; j < kReadoutFeatures; j += kWarp) dot += st.wm[k][j] * model::actor_feature(j, psi[j]);
     dot = WarpSum(dot);
     if (lane == 0) {
       const int g = model::motor_group(k), axis = model::motor_axis(k);
       const float pull = model::field_pull(summary.ramp_sum[g][axis], summary.abs_sum[g], sh.voxels());
       learned[k] = model::motor_learned(st.motor_bias[k], dot);
-      motors[k] = model::motor_value(pull, learned[k], st.release, explore, st.noise[k]);
+      motors[k] = model::motor_value(pull, learned[k], explore, st.noise[k]);
     }
   }
   __syncthreads();
 
   // Step 5: the critic's temporal-difference error; the actor learns from it through the traces
-  // as they were, then the traces take this action; then the critic learns.
+  // as they were (and a bad surprise withdraws the motors sent last cycle), then the traces take
+  // this action; then the critic learns.
   float critic_part = 0.0f;
   for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) critic_part += st.critic[j] * psi[j];
   const float value_now = critic_bias_before + BlockSum<kCloseThreads>(critic_part, scratch);
   const float delta = model::td_error(reward, st.reward_slow, value_now, value_prev);
   for (int k = 0; k < motor_count; ++k) {
     const float xi = st.innovation[k];
+    const float withdraw = model::withdraw_step(delta, st.motor_prev[k]);
     for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) {
-      if (p.learn_motors) st.wm[k][j] = model::wm_next(st.wm[k][j], delta, st.trace[k][j], learned[k], psi[j]);
-      st.trace[k][j] = model::trace_next(st.trace[k][j], xi, psi[j]);
+      const float af = model::actor_feature(j, psi[j]);
+      if (p.learn_motors) {
+        const float w = model::wm_next(st.wm[k][j], delta, st.trace[k][j], learned[k], af);
+        st.wm[k][j] = model::wm_withdrawn(w, withdraw, model::actor_feature(j, psi_prev[j]));
+      }
+      st.trace[k][j] = model::trace_next(st.trace[k][j], xi, af);
     }
   }
   if (tid < motor_count) {
-    if (p.learn_motors)
-      st.motor_bias[tid] = model::motor_bias_next(st.motor_bias[tid], delta, st.bias_trace[tid], learned[tid]);
+    if (p.learn_motors) {
+      const float b = model::motor_bias_next(st.motor_bias[tid], delta, st.bias_trace[tid], learned[tid]);
+      st.motor_bias[tid] = model::motor_bias_withdrawn(b, model::withdraw_step(delta, st.motor_prev[tid]));
+    }
     st.bias_trace[tid] = model::bias_trace_next(st.bias_trace[tid], st.innovation[tid]);
   }
   const float step = model::critic_step(delta, psi_prev_norm2);
@@ -156,6 +164,7 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   __syncthreads();  // the new predictions visible to the whole block
 
   for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) st.psi_prev[j] = psi[j];
+  if (tid < motor_count) st.motor_prev[tid] = motors[tid];
   BatchOutputRow& o = a.outputs[row];
   if (tid < kMaxMotors) o.motors[tid] = tid < motor_count ? motors[tid] : 0.0f;
   if (tid < kMaxSensors) o.prediction[tid] = tid < sensor_count ? st.prediction[tid] : 0.0f;

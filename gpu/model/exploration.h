@@ -62,12 +62,6 @@ FB_HD float exploration(float confidence, float frustration, float boredom) {
   return kExploreFloor + kExploreRange * fmaxf(1.0f - confidence, fmaxf(frustration, boredom));
 }
 
-// How far the motors let go of their habit (the field's pull and the learned drive) when it is
-// not working: the frustration. A robot pushing into a wall with a strong learned drive would
-// otherwise need implausibly large noise to try anything else. (Boredom does not release: a
-// robot that is merely idle has no evidence that its habit is wrong.)
-FB_HD float habit_release(float frustration) { return frustration; }
-
 // One Ornstein-Uhlenbeck step of unit stationary variance driven by the normal draw xi.
 FB_HD float noise_next(float z, float xi) { return kNoiseKeep * z + 0.31224990f * xi; }  // sqrt(1 - 0.95^2)
 

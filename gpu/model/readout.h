@@ -40,20 +40,26 @@ FB_HD float field_pull(float ramp_sum, float abs_sum, int voxels) {
 FB_HD int motor_axis(int k) { return k % 3; }
 FB_HD int motor_group(int k) { return k % kContentGroups; }
 
-// m_k = tanh((1 - h) (t_k + u_k) + x z_k), where u_k = bias_k + Wm_k . phi / sqrt(P) is the
-// learned part and h the habit release (gpu/model/exploration.h).
-FB_HD float motor_learned(float bias, float wm_dot_phi) { return bias + wm_dot_phi * kInvSqrtFeatures; }
-FB_HD float motor_value(float pull, float learned, float release, float explore, float z) {
-  return fast_tanh((1.0f - release) * (pull + learned) + explore * z);
+// m_k = tanh(t_k + u_k + x z_k), where u_k = bias_k + Wm_k . a(psi) / sqrt(P) is the learned part.
+FB_HD float motor_learned(float bias, float wm_dot_a) { return bias + wm_dot_a * kInvSqrtFeatures; }
+FB_HD float motor_value(float pull, float learned, float explore, float z) {
+  return fast_tanh(pull + learned + explore * z);
 }
+
+// The actor's features a(psi): psi with the sensor frames at kActorFrameGain. The actor's steps
+// move u in proportion to a_j^2, and at gain 1 a frame entry moved u about 1/16 as fast as the
+// bias, so a car learnt "always turn" long before "back off when the range is short"
+// (docs/brain.md, issue 9's fourth session).
+inline constexpr float kActorFrameGain = 2.0f;
+FB_HD float actor_feature(int j, float psi_j) { return j >= kFrameFeaturesAt ? kActorFrameGain * psi_j : psi_j; }
 
 // Step 5, the actor: the reward judges the previous action. Its temporal-difference error
 //   delta = r + kDiscount V(phi_t) - V(phi_(t-1))
 // (the critic's surprise: better or worse than expected in the previous context, counting what
 // the new context promises) moves Wm along the eligibility trace of the cycles before this one,
 // and a penalty pulls the learned drive u back towards 0 so the motors keep their range:
-//   Wm_kj += kActorRate (delta T_kj - kDrivePenalty u_k phi_j / sqrt(P)), clipped to +-kWmBound,
-//   T_kj  <- kTraceKeep T_kj + xi_k phi_j / sqrt(P)
+//   Wm_kj += kActorRate (delta T_kj - kDrivePenalty u_k a_j / sqrt(P)), clipped to +-kWmBound,
+//   T_kj  <- kTraceKeep T_kj + xi_k a_j / sqrt(P)
 // (xi_k, this cycle's fresh draw in the exploration noise, is the part of the action nothing
 // before it decided: REINFORCE for a Gaussian policy whose noise state is part of the context).
 // The bias is the same rule with a feature that is always 1.
@@ -76,6 +82,22 @@ FB_HD float motor_bias_next(float b, float delta, float trace, float learned) {
 }
 FB_HD float trace_next(float trace, float xi, float phi) { return kTraceKeep * trace + xi * phi * kInvSqrtFeatures; }
 FB_HD float bias_trace_next(float trace, float xi) { return kTraceKeep * trace + xi; }
+
+// Step 5, withdrawal: a reward worse than the critic expected also moves Wm against the motors
+// the robot actually sent last cycle, m_(t-1), in the context they were sent in:
+//   Wm_kj += kActorRate kWithdrawGain delta m_k,(t-1) a_j(psi_(t-1)) / sqrt(P)   when delta < 0.
+// The noise-driven rule above learns only from what exploration varied; a robot pushing into a
+// wall with its motors saturated varies nothing and learned nothing, however much it hurt. Only
+// bad surprises count: the same rule on good ones reinforces whatever the robot did and drives
+// the motors into saturation (the bandit's |motor| > 0.99 on 0.75 of cycles).
+inline constexpr float kWithdrawGain = 2.0f;
+FB_HD float withdraw_step(float delta, float motor_prev) {
+  return delta < 0.0f ? kActorRate * kWithdrawGain * delta * motor_prev : 0.0f;
+}
+FB_HD float wm_withdrawn(float w, float step, float a_prev) {
+  return clampf(w + step * a_prev * kInvSqrtFeatures, -kWmBound, kWmBound);
+}
+FB_HD float motor_bias_withdrawn(float b, float step) { return clampf(b + step, -kWmBound, kWmBound); }
 
 // Step 5, the critic: V(psi) = critic_bias + critic . psi, the discounted reward to come, learned
 // by normalised LMS on delta: both move by kCriticRate delta (1, psi_(t-1)) / (1 + |psi_(t-1)|^2).

@@ -37,7 +37,6 @@ FB_HD float open_cycle(const RobotParams& params, RobotState& state, const float
   const float f = frustration(state.reward_fast, state.reward_slow, state.reward_spread);
   const float b = boredom(state.novelty, state.novelty_slow);
   state.explore = exploration(state.confidence, f, b);
-  state.release = habit_release(f);
   for (int k = 0; k < params.motor_count; ++k) {
     state.innovation[k] = normal_draw(params.seed, Domain::kMotorNoise, state.cycle, uint32_t(k));
     state.noise[k] = noise_next(state.noise[k], state.innovation[k]);

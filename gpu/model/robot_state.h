@@ -52,7 +52,6 @@ struct RobotState {
   float novelty = 0.0f;          // how far the sensors are from their recent mean
   float novelty_slow = 0.0f;     // the novelty over the last ~40 s: what the robot is used to
   float explore = 0.0f;          // exploration x of the latest cycle
-  float release = 0.0f;          // habit release of the latest cycle
   float sensor_mean[kMaxSensors] = {};      // the sensors over the last ~0.5 s
   float noise[kMaxMotors] = {};             // z, the exploration noise (unit variance, ~0.4 s memory)
   float innovation[kMaxMotors] = {};        // xi, this cycle's fresh draw in z
@@ -63,9 +62,10 @@ struct RobotState {
   float critic_bias = 0.0f;
   float value_prev = 0.0f;                  // V(psi_(t-1)), judged by this frame's reward
   float critic[kReadoutFeatures] = {};
-  // The actor: motor k = tanh(pull_k + bias_k + Wm_k . psi / sqrt(P) + x z_k).
+  // The actor: motor k = tanh(pull_k + bias_k + Wm_k . a(psi) / sqrt(P) + x z_k).
   float motor_bias[kMaxMotors] = {};
   float bias_trace[kMaxMotors] = {};        // eligibility trace of the bias
+  float motor_prev[kMaxMotors] = {};        // the motors sent last cycle, judged by this reward
   float trace[kMaxMotors][kReadoutFeatures] = {};  // eligibility trace of Wm
   float wm[kMaxMotors][kReadoutFeatures] = {};     // motor readout Wm
   float prediction[kMaxSensors] = {};       // p, the prediction of the next sensor frame

@@ -206,8 +206,18 @@ TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_FLOAT_EQ(wp_next(0.0f, 0.4f, 2.0f, 0.25f), 0.1f);
   EXPECT_EQ(inverse_norm2(0.0f), 0.0f);
   EXPECT_FLOAT_EQ(motor_learned(0.5f, 16.0f), 1.5f);
-  EXPECT_FLOAT_EQ(motor_value(0.0f, 0.0f, 0.0f, 0.5f, 0.0f), 0.0f);
-  EXPECT_FLOAT_EQ(motor_value(0.5f, 1.0f, 1.0f, 0.5f, 0.0f), 0.0f);  // a full release drops the habit
+  EXPECT_FLOAT_EQ(motor_value(0.0f, 0.0f, 0.5f, 0.0f), 0.0f);
+  EXPECT_FLOAT_EQ(motor_value(0.25f, -0.5f, 0.5f, 0.5f), 0.0f);  // pull + learned + x z
+  // The actor sees the sensor frames at their own gain, the field features as they are.
+  EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt - 1, 0.5f), 0.5f);
+  EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt, 0.5f), 0.5f * kActorFrameGain);
+  EXPECT_FLOAT_EQ(actor_feature(kContextFeaturesAt + 3, -1.0f), -kActorFrameGain);
+  // Withdrawal: only a bad surprise moves the weights, against the motors sent last cycle.
+  EXPECT_EQ(withdraw_step(0.5f, 1.0f), 0.0f);
+  EXPECT_FLOAT_EQ(withdraw_step(-0.5f, 0.8f), -kActorRate * kWithdrawGain * 0.4f);
+  EXPECT_FLOAT_EQ(wm_withdrawn(0.0f, -0.1f, 16.0f), -0.1f);
+  EXPECT_FLOAT_EQ(wm_withdrawn(-kWmBound, -0.1f, 16.0f), -kWmBound);
+  EXPECT_FLOAT_EQ(motor_bias_withdrawn(0.2f, -0.1f), 0.1f);
 }
 
 TEST(FieldInit, StartStateFollowsTheDesign) {

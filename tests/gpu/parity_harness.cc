@@ -28,11 +28,12 @@ void AddArray(std::vector<float>& v, const float* p, size_t n) { v.insert(v.end(
 // where 1 ulp is 3e-5) enters divided by its length, the bias traces (sums of ~5 unit draws) by 5.
 std::vector<float> StateFloats(const RobotState& s) {
   std::vector<float> v{s.confidence,  s.psi_prev_norm2 / float(kReadoutFeatures), s.last_error, s.reward_fast,
-                       s.reward_slow, s.reward_spread, s.novelty, s.novelty_slow, s.explore, s.release, s.feature_scale, s.critic_bias, s.value_prev};
+                       s.reward_slow, s.reward_spread, s.novelty, s.novelty_slow, s.explore, s.feature_scale, s.critic_bias, s.value_prev};
   AddArray(v, s.sensor_mean, kMaxSensors);
   AddArray(v, s.noise, kMaxMotors);
   AddArray(v, s.innovation, kMaxMotors);
   AddArray(v, s.motor_bias, kMaxMotors);
+  AddArray(v, s.motor_prev, kMaxMotors);
   for (float t : s.bias_trace) v.push_back(t / 5.0f);
   AddArray(v, s.prediction, kMaxSensors);
   AddArray(v, s.psi_prev, kReadoutFeatures);
