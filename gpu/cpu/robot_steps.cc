@@ -93,10 +93,12 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
     psi[kFrameFeaturesAt + i] = model::frame_feature(sensors[i]);
     psi[kContextFeaturesAt + i] = state.psi_prev[kFrameFeaturesAt + i];
   }
-  float norm2 = 0.0f, actor[kReadoutFeatures];
+  // The actor's features of this cycle and of the last (which withdrawal judges).
+  float norm2 = 0.0f, actor[kReadoutFeatures], actor_prev[kReadoutFeatures];
   ForEachReadoutFeature(n, [&](int j) {
     norm2 += psi[j] * psi[j];
     actor[j] = model::actor_feature(j, psi[j]);
+    actor_prev[j] = model::actor_feature(j, state.psi_prev[j]);
   });
 
   // Step 4: motors, from the actor as it was.
@@ -123,7 +125,7 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
       const float withdraw = model::withdraw_step(delta, state.motor_prev[k]);
       ForEachReadoutFeature(n, [&](int j) {
         const float w = model::wm_next(state.wm[k][j], delta, state.trace[k][j], learned[k], actor[j]);
-        state.wm[k][j] = model::wm_withdrawn(w, withdraw, model::actor_feature(j, state.psi_prev[j]));
+        state.wm[k][j] = model::wm_withdrawn(w, withdraw, actor_prev[j]);
       });
       const float b = model::motor_bias_next(state.motor_bias[k], delta, state.bias_trace[k], learned[k]);
       state.motor_bias[k] = model::motor_bias_withdrawn(b, withdraw);

@@ -16,6 +16,7 @@
 
 #include "client/picarx/picarx_adapter.h"
 #include "client/sim/world.h"
+#include "client/tools/sim_robot.h"
 #include "gpu/engine.h"
 #include "gtest/gtest.h"
 
@@ -25,17 +26,9 @@ namespace {
 constexpr uint64_t kFirstSeed = 3001;
 constexpr int kRobots = 8;
 constexpr int kTicks = 10000;
-constexpr int kWindow = 1000;
-constexpr int kHoldTicks = 25;  // random-held: a new command every 0.5 s at 50 Hz
 constexpr double kTickS = 0.02;
 
-enum class Policy { kBrain, kBrainRewardOff, kRandomHeld };
-
-struct RobotFigures {
-  double blocked_first = 0, blocked_last = 0;  // blocked ticks in the first and last 1000
-  double reward_first = 0, reward_last = 0;    // mean reward per tick in the same windows
-  int longest_after_2000 = 0;                  // longest run of consecutive blocked ticks
-};
+enum class Driver { kBrain, kBrainRewardOff, kRandomHeld };
 
 // The adapter as the robot runs it, but with a range reading that never trips the 2 cm reflex.
 picarx::HardwareCommand WithoutObstacleReflex(std::span<const float> motors, picarx::RawReading reading) {
@@ -43,7 +36,8 @@ picarx::HardwareCommand WithoutObstacleReflex(std::span<const float> motors, pic
   return picarx::ToHardware(motors, reading, /*safe_stop=*/false);
 }
 
-std::vector<RobotFigures> Drive(Policy policy) {
+// Each robot's learning-curve figures (brain-sim's: first and last 1000 ticks, settle 2000).
+std::vector<sim::TraceFigures> Drive(Driver driver) {
   EngineConfig config;
   config.shape = FieldShape::Small();
   config.max_robots = kRobots;
@@ -69,8 +63,7 @@ std::vector<RobotFigures> Drive(Policy policy) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<std::vector<float>> held(kRobots, std::vector<float>(picarx::kMotorCount));
   std::vector<float> reward(kRobots, 0.0f);
-  std::vector<int> run(kRobots, 0);
-  std::vector<RobotFigures> figures(kRobots);
+  std::vector<std::vector<sim::TickOutcome>> traces(kRobots);
   std::vector<picarx::RawReading> readings(kRobots);
   for (int t = 0; t < kTicks; ++t) {
     auto in = engine.inputs();
@@ -78,71 +71,64 @@ std::vector<RobotFigures> Drive(Policy policy) {
       readings[i] = worlds[i].Read();
       const picarx::Sensors s = picarx::NormalizeSensors(readings[i]);
       in[i].slot = slots[i];
-      in[i].reward = policy == Policy::kBrainRewardOff ? 0.0f : reward[i];
+      in[i].reward = driver == Driver::kBrainRewardOff ? 0.0f : reward[i];
       std::copy(s.values.begin(), s.values.end(), in[i].sensors);
     }
-    if (policy != Policy::kRandomHeld) {
+    if (driver != Driver::kRandomHeld) {
       EXPECT_TRUE(engine.RunBatch(kRobots).ok());
     }
     for (int i = 0; i < kRobots; ++i) {
       std::vector<float> motors(picarx::kMotorCount);
-      switch (policy) {
-        case Policy::kBrain:
-        case Policy::kBrainRewardOff:
+      switch (driver) {
+        case Driver::kBrain:
+        case Driver::kBrainRewardOff:
           std::copy_n(engine.outputs()[i].motors, picarx::kMotorCount, motors.begin());
           break;
-        case Policy::kRandomHeld:
-          if (t % kHoldTicks == 0)
+        case Driver::kRandomHeld:
+          if (t % sim::kRandomHoldTicks == 0)
             for (float& m : held[i]) m = uniform(prng);
           motors = held[i];
           break;
       }
       const sim::StepOutcome out = worlds[i].Step(WithoutObstacleReflex(motors, readings[i]), kTickS);
       reward[i] = float(out.reward);
-      RobotFigures& f = figures[i];
-      if (t < kWindow) {
-        f.blocked_first += out.collided;
-        f.reward_first += out.reward / kWindow;
-      }
-      if (t >= kTicks - kWindow) {
-        f.blocked_last += out.collided;
-        f.reward_last += out.reward / kWindow;
-      }
-      run[i] = out.collided ? run[i] + 1 : 0;
-      if (t >= 2000) f.longest_after_2000 = std::max(f.longest_after_2000, run[i]);
+      traces[i].push_back(sim::TickOutcome{out.collided, reward[i]});
     }
   }
+  std::vector<sim::TraceFigures> figures;
+  for (const auto& trace : traces) figures.push_back(sim::FiguresOf(trace));
   return figures;
 }
 
 struct Means {
   double blocked_first = 0, blocked_last = 0, reward_first = 0, reward_last = 0;
-  int longest_after_2000 = 0;
+  int64_t longest_after_2000 = 0;
 };
 
-Means Summarise(const char* name, const std::vector<RobotFigures>& figures) {
+Means Summarise(const char* name, const std::vector<sim::TraceFigures>& figures) {
   Means m;
-  for (const RobotFigures& f : figures) {
-    m.blocked_first += f.blocked_first / kRobots;
-    m.blocked_last += f.blocked_last / kRobots;
-    m.reward_first += f.reward_first / kRobots;
-    m.reward_last += f.reward_last / kRobots;
-    m.longest_after_2000 = std::max(m.longest_after_2000, f.longest_after_2000);
+  for (const sim::TraceFigures& f : figures) {
+    m.blocked_first += f.blocked_per_1000_first / kRobots;
+    m.blocked_last += f.blocked_per_1000_last / kRobots;
+    m.reward_first += f.reward_per_tick_first / kRobots;
+    m.reward_last += f.reward_per_tick_last / kRobots;
+    m.longest_after_2000 = std::max(m.longest_after_2000, f.longest_blocked_run_after_settle);
   }
-  std::printf("%-18s blocked/1000 %6.1f -> %6.1f   reward/tick %+.4f -> %+.4f   longest blocked after 2000: %d\n",
-              name, m.blocked_first, m.blocked_last, m.reward_first, m.reward_last, m.longest_after_2000);
+  std::printf("%-18s blocked/1000 %6.1f -> %6.1f   reward/tick %+.4f -> %+.4f   longest blocked after 2000: %lld\n",
+              name, m.blocked_first, m.blocked_last, m.reward_first, m.reward_last,
+              static_cast<long long>(m.longest_after_2000));
   return m;
 }
 
 TEST(DrivingBehaviour, RewardedBrainBeatsRandomHeldAndItsRewardOffSelfOnHeldOutRooms) {
-  const std::vector<RobotFigures> brain = Drive(Policy::kBrain);
-  const std::vector<RobotFigures> reward_off = Drive(Policy::kBrainRewardOff);
-  const std::vector<RobotFigures> random_held = Drive(Policy::kRandomHeld);
+  const std::vector<sim::TraceFigures> brain = Drive(Driver::kBrain);
+  const std::vector<sim::TraceFigures> reward_off = Drive(Driver::kBrainRewardOff);
+  const std::vector<sim::TraceFigures> random_held = Drive(Driver::kRandomHeld);
   const Means b = Summarise("brain, reward on", brain);
   Summarise("brain, reward off", reward_off);
   const Means rh = Summarise("random-held", random_held);
   int above_reward_off = 0;
-  for (int i = 0; i < kRobots; ++i) above_reward_off += brain[i].reward_last > reward_off[i].reward_last ? 1 : 0;
+  for (int i = 0; i < kRobots; ++i) above_reward_off += brain[i].reward_per_tick_last > reward_off[i].reward_per_tick_last ? 1 : 0;
   std::printf("reward on above reward off in %d of %d seeds\n", above_reward_off, kRobots);
 
   EXPECT_LE(b.blocked_last, 0.5 * rh.blocked_last);
