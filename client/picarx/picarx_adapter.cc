@@ -94,7 +94,7 @@ Sensors NormalizeSensors(const RawReading& r) {
 }
 
 HardwareCommand ToHardware(std::span<const float> motors, const RawReading& reading,
-                           bool safe_stop) {
+                           bool safe_stop, ReflexSet reflexes) {
   HardwareCommand cmd;
   cmd.drive_duty_pct = MotorValue(motors, 0) * kDriveDutyMaxPct;
   cmd.steering_deg = MotorValue(motors, 1) * kSteerCmdMaxDeg;
@@ -114,7 +114,7 @@ HardwareCommand ToHardware(std::span<const float> motors, const RawReading& read
   } else if (!battery_ok) {
     cmd.drive_duty_pct = 0;
     cmd.reflex = Reflex::kLowBattery;
-  } else if (!path_clear && cmd.drive_duty_pct > 0) {
+  } else if (reflexes.obstacle && !path_clear && cmd.drive_duty_pct > 0) {
     cmd.drive_duty_pct = 0;
     cmd.reflex = Reflex::kObstacle;
   } else if (reading.cliff_detected && cmd.drive_duty_pct > 0) {

@@ -94,8 +94,16 @@ brain::v1::RobotProfile MakeProfile(std::string robot_id, float control_hz, bool
 
 Sensors NormalizeSensors(const RawReading& reading);
 
+// Which reflexes act. A real car keeps them all; a simulated world may switch the obstacle reflex
+// off so that pushing into a wall keeps costing, which is the world the brain must learn in
+// (docs/brain.md: with the reflex a car can rest at a wall for free).
+struct ReflexSet {
+  bool obstacle = true;
+};
+
 // `motors` must hold kMotorCount values (missing ones count as 0). `reading` feeds the reflexes.
+// Safe stop, low battery and cliff always act.
 HardwareCommand ToHardware(std::span<const float> motors, const RawReading& reading,
-                           bool safe_stop);
+                           bool safe_stop, ReflexSet reflexes = {});
 
 }  // namespace fieldbrain::picarx

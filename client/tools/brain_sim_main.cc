@@ -37,6 +37,9 @@ ABSL_FLAG(std::string, policy, "brain",
           "who drives: brain (the server), random-held (a random command held 0.5 s) or forward "
           "(full ahead): the baselines need no server");
 ABSL_FLAG(std::string, reward, "on", "on: frames carry the world's reward; off: they carry none");
+ABSL_FLAG(std::string, reflex, "on",
+          "on: the PiCar-X's 2 cm obstacle reflex cuts forward drive (a real car's behaviour); off: it "
+          "does not, so pushing into a wall keeps costing (the behaviour test's world)");
 ABSL_FLAG(std::string, arena, "default",
           "default (the fixed 4 x 3 m room) or random (a room drawn from each robot's seed)");
 ABSL_FLAG(int64_t, ticks, 0,
@@ -188,15 +191,16 @@ int main(int argc, char** argv) {
   const std::optional<Policy> policy = fieldbrain::sim::PolicyFromName(absl::GetFlag(FLAGS_policy));
   const std::string reward_flag = absl::GetFlag(FLAGS_reward);
   const std::string arena = absl::GetFlag(FLAGS_arena);
+  const std::string reflex_flag = absl::GetFlag(FLAGS_reflex);
   if (robots < 1 || seconds <= 0 || hz <= 0 || deadline_ms <= 0 || ticks < 0) {
     std::fprintf(stderr, "brain-sim: need --robots >= 1, positive --seconds, --hz, --deadline_ms and "
                          "--ticks >= 0\n");
     return 2;
   }
   if (!policy.has_value() || (reward_flag != "on" && reward_flag != "off") ||
-      (arena != "default" && arena != "random")) {
-    std::fprintf(stderr, "brain-sim: --policy is brain, random-held or forward; --reward on or off; "
-                         "--arena default or random\n");
+      (reflex_flag != "on" && reflex_flag != "off") || (arena != "default" && arena != "random")) {
+    std::fprintf(stderr, "brain-sim: --policy is brain, random-held or forward; --reward and --reflex "
+                         "on or off; --arena default or random\n");
     return 2;
   }
   const bool brain = *policy == Policy::kBrain;
@@ -224,6 +228,7 @@ int main(int argc, char** argv) {
     fieldbrain::sim::SimRobotOptions options;
     options.policy = *policy;
     options.send_reward = reward_flag == "on";
+    options.obstacle_reflex = reflex_flag == "on";
     options.hz = hz;
     // In lockstep a tick waits for its answer however long the server takes (bounded, not 0).
     options.deadline = ticks > 0 ? absl::Seconds(30) : absl::Milliseconds(deadline_ms);
@@ -255,12 +260,14 @@ int main(int argc, char** argv) {
                          "retrying and safe-stop meanwhile\n",
                  connected, robots, last_error.c_str());
   }
-  std::string server = absl::StrFormat(" (policy %s)", fieldbrain::sim::PolicyName(*policy));
+  std::string server = absl::StrFormat(" (policy %s, reflex %s)", fieldbrain::sim::PolicyName(*policy),
+                                       reflex_flag);
   if (!brain) {
-    server = absl::StrFormat("none (policy %s)", fieldbrain::sim::PolicyName(*policy));
+    server = absl::StrFormat("none (policy %s, reflex %s)", fieldbrain::sim::PolicyName(*policy), reflex_flag);
   } else if (auto w = fleet.front()->client()->welcome(); w.has_value()) {
-    server = absl::StrFormat(" (engine %s, field %ux%ux%ux%u, reward %s)", w->engine(), w->field().channels(),
-                             w->field().x(), w->field().y(), w->field().z(), reward_flag);
+    server = absl::StrFormat(" (engine %s, field %ux%ux%ux%u, reward %s, reflex %s)", w->engine(),
+                             w->field().channels(), w->field().x(), w->field().y(), w->field().z(), reward_flag,
+                             reflex_flag);
   }
 
   std::atomic<bool> stop{false};

@@ -71,7 +71,8 @@ void SimRobot::Tick() {
       r.safe_stop = false;
       break;
   }
-  const picarx::HardwareCommand cmd = picarx::ToHardware(r.motors, reading, r.safe_stop);
+  const picarx::HardwareCommand cmd = picarx::ToHardware(r.motors, reading, r.safe_stop,
+                                                         picarx::ReflexSet{.obstacle = options_.obstacle_reflex});
   const int collisions_before = world_.collisions();
   const double distance_before = world_.distance_m();
   const StepOutcome outcome = world_.Step(cmd, absl::ToDoubleSeconds(period_));

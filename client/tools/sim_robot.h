@@ -60,6 +60,8 @@ struct RobotStats {
 struct SimRobotOptions {
   Policy policy = Policy::kBrain;
   bool send_reward = true;  // false: frames carry no reward (the brain learns from nothing)
+  // false: no 2 cm obstacle reflex, so a car pushing into a wall keeps paying for it (issue 9's room)
+  bool obstacle_reflex = true;
   double hz = 50;
   absl::Duration deadline = absl::Milliseconds(20);
 };

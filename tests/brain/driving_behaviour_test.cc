@@ -9,6 +9,11 @@
 // in the brain's own first 1000; reward per tick in the last 1000 above random-held's, and above
 // the reward-off brain's for at least 7 of the 8 seeds; no car blocked for more than 250 ticks in
 // a row after tick 2000.
+//
+// Random-held does not learn, but one draw of its commands is a poor estimate of what it scores:
+// over these 8 rooms its last-1000 blocked figure ranges from 3 to 77 across draws (docs/brain.md).
+// The brain is held to random-held's expectation, the mean of kRandomHeldDraws draws; it is
+// cheap (no engine).
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -27,17 +32,18 @@ constexpr uint64_t kFirstSeed = 3001;
 constexpr int kRobots = 8;
 constexpr int kTicks = 10000;
 constexpr double kTickS = 0.02;
+constexpr int kRandomHeldDraws = 16;
 
 enum class Driver { kBrain, kBrainRewardOff, kRandomHeld };
 
-// The adapter as the robot runs it, but with a range reading that never trips the 2 cm reflex.
-picarx::HardwareCommand WithoutObstacleReflex(std::span<const float> motors, picarx::RawReading reading) {
-  reading.ultrasonic_m = picarx::kUltrasonicMaxM;
-  return picarx::ToHardware(motors, reading, /*safe_stop=*/false);
+// The adapter as the robot runs it, without the 2 cm obstacle reflex (brain-sim --reflex=off).
+picarx::HardwareCommand WithoutObstacleReflex(std::span<const float> motors, const picarx::RawReading& reading) {
+  return picarx::ToHardware(motors, reading, /*safe_stop=*/false, picarx::ReflexSet{.obstacle = false});
 }
 
 // Each robot's learning-curve figures (brain-sim's: first and last 1000 ticks, settle 2000).
-std::vector<sim::TraceFigures> Drive(Driver driver) {
+// `draw` picks random-held's commands.
+std::vector<sim::TraceFigures> Drive(Driver driver, uint64_t draw = 0) {
   EngineConfig config;
   config.shape = FieldShape::Small();
   config.max_robots = kRobots;
@@ -59,7 +65,7 @@ std::vector<sim::TraceFigures> Drive(Driver driver) {
     world.arena = sim::ArenaConfig::Random(seed);
     worlds.emplace_back(world, seed);
   }
-  std::mt19937_64 prng(99);
+  std::mt19937_64 prng(99 + draw);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<std::vector<float>> held(kRobots, std::vector<float>(picarx::kMotorCount));
   std::vector<float> reward(kRobots, 0.0f);
@@ -105,13 +111,15 @@ struct Means {
   int64_t longest_after_2000 = 0;
 };
 
+// Means over every robot (of every draw) in `figures`.
 Means Summarise(const char* name, const std::vector<sim::TraceFigures>& figures) {
   Means m;
+  const double n = double(figures.size());
   for (const sim::TraceFigures& f : figures) {
-    m.blocked_first += f.blocked_per_1000_first / kRobots;
-    m.blocked_last += f.blocked_per_1000_last / kRobots;
-    m.reward_first += f.reward_per_tick_first / kRobots;
-    m.reward_last += f.reward_per_tick_last / kRobots;
+    m.blocked_first += f.blocked_per_1000_first / n;
+    m.blocked_last += f.blocked_per_1000_last / n;
+    m.reward_first += f.reward_per_tick_first / n;
+    m.reward_last += f.reward_per_tick_last / n;
     m.longest_after_2000 = std::max(m.longest_after_2000, f.longest_blocked_run_after_settle);
   }
   std::printf("%-18s blocked/1000 %6.1f -> %6.1f   reward/tick %+.4f -> %+.4f   longest blocked after 2000: %lld\n",
@@ -123,10 +131,20 @@ Means Summarise(const char* name, const std::vector<sim::TraceFigures>& figures)
 TEST(DrivingBehaviour, RewardedBrainBeatsRandomHeldAndItsRewardOffSelfOnHeldOutRooms) {
   const std::vector<sim::TraceFigures> brain = Drive(Driver::kBrain);
   const std::vector<sim::TraceFigures> reward_off = Drive(Driver::kBrainRewardOff);
-  const std::vector<sim::TraceFigures> random_held = Drive(Driver::kRandomHeld);
+  std::vector<sim::TraceFigures> random_held;
+  double fewest = 1e9, most = 0;
+  for (int draw = 0; draw < kRandomHeldDraws; ++draw) {
+    const std::vector<sim::TraceFigures> one = Drive(Driver::kRandomHeld, uint64_t(draw));
+    double blocked_last = 0;
+    for (const sim::TraceFigures& f : one) blocked_last += f.blocked_per_1000_last / kRobots;
+    fewest = std::min(fewest, blocked_last);
+    most = std::max(most, blocked_last);
+    random_held.insert(random_held.end(), one.begin(), one.end());
+  }
   const Means b = Summarise("brain, reward on", brain);
   Summarise("brain, reward off", reward_off);
   const Means rh = Summarise("random-held", random_held);
+  std::printf("random-held's last-1000 blocked over %d draws: %.1f to %.1f\n", kRandomHeldDraws, fewest, most);
   int above_reward_off = 0;
   for (int i = 0; i < kRobots; ++i) above_reward_off += brain[i].reward_per_tick_last > reward_off[i].reward_per_tick_last ? 1 : 0;
   std::printf("reward on above reward off in %d of %d seeds\n", above_reward_off, kRobots);

@@ -129,6 +129,21 @@ TEST(PicarxAdapterTest, ObstacleUnderTwoCentimetresBlocksForwardOnly) {
   EXPECT_FLOAT_EQ(ToHardware(std::vector<float>{0.6f, 0, 0, 0}, r, false).drive_duty_pct, 30.0f);
 }
 
+TEST(PicarxAdapterTest, ObstacleReflexCanBeSwitchedOffButTheOthersCannot) {
+  RawReading r = Nominal();
+  r.ultrasonic_m = 0.015f;
+  const ReflexSet no_obstacle{.obstacle = false};
+  const HardwareCommand fwd = ToHardware(std::vector<float>{0.6f, 0, 0, 0}, r, false, no_obstacle);
+  EXPECT_FLOAT_EQ(fwd.drive_duty_pct, 30.0f);
+  EXPECT_EQ(fwd.reflex, Reflex::kNone);
+  r.cliff_detected = true;
+  EXPECT_EQ(ToHardware(std::vector<float>{0.6f, 0, 0, 0}, r, false, no_obstacle).reflex, Reflex::kCliff);
+  r.cliff_detected = false;
+  r.battery_v = 6.0f;
+  EXPECT_EQ(ToHardware(std::vector<float>{0.6f, 0, 0, 0}, r, false, no_obstacle).reflex, Reflex::kLowBattery);
+  EXPECT_EQ(ToHardware(std::vector<float>{0.6f, 0, 0, 0}, r, true, no_obstacle).reflex, Reflex::kSafeStop);
+}
+
 // The sensor cannot be trusted, so the robot assumes the worst: an unreadable distance (NaN, or
 // SunFounder's -1/-2 error codes) is an obstacle and blocks forward drive; reversing stays allowed.
 TEST(PicarxAdapterTest, InvalidUltrasonicBlocksForwardOnly) {
