@@ -65,7 +65,7 @@ except ImportError:  # the scalar reference and --help work without torch
     torch = None
     tnf = None
 
-# --- The model's constants (gpu/model/field_math.h, readout.h, field_shape.h) -----------------
+# --- The model's constants (gpu/model/field_math.h, readout.h, exploration.h, field_shape.h) ----
 FIELD_BOUND = 1.5  # content and memory stay within +-1.5
 DYNAMICS_BOUND = 5.0  # dynamics channels stay within +-5
 IMPRINT_RADIUS = 2  # Chebyshev radius of a sensor's imprint
@@ -76,13 +76,32 @@ SENSORY_GAIN = 0.05  # 0.05 S
 CONTENT_GROUPS = 4
 POOL_CELLS = 4  # phi pools each group to 4 x 4 x 4
 FEATURES = CONTENT_GROUPS * POOL_CELLS ** 3  # P = 256
-INV_SQRT_FEATURES = 1.0 / math.sqrt(FEATURES)
+INV_SQRT_FEATURES = 1.0 / math.sqrt(FEATURES)  # kInvSqrtFeatures = 1/16
 QUIET = 0.1  # |F| below this counts towards sparsity
 DYNAMICS_STRENGTH = 0.3
-WM_BOUND = 10.0
 PULL_EPSILON = 1e-3  # t_k's denominator adds 1e-3 V
-VARIANCE_FLOOR = 1e-12  # phi is all zero when its variance is below this
-NORM2_FLOOR = 1e-6  # the LMS step is skipped while |phi_(t-1)|^2 is below this
+NORM2_FLOOR = 1e-6  # the LMS step is skipped while |psi_(t-1)|^2 is below this
+# Features and readouts (readout.h). psi = [phi_t | 4 s_t | 4 s_(t-1)]: here P + 2N entries, the
+# engines' P + 2 kMaxSensors layout without the entries past sensor_count (always 0, weights 0).
+FEATURE_SCALE_FLOOR = 1e-3  # phi divides by max(scale, 1e-3); scale <- 0.99 scale + 0.01 std_now
+FRAME_GAIN = 4.0  # kFrameGain: the frame parts of psi are 4 s
+ACTOR_FRAME_GAIN = 2.0  # kActorFrameGain: a(psi) doubles the frame parts
+WM_BOUND = 10.0  # kWmBound: Wm and the motor bias stay within +-10
+DISCOUNT = 0.99  # kDiscount
+DELTA_BOUND = 2.0  # kDeltaBound: the TD error is clamped to +-2
+ACTOR_RATE = 0.01  # kActorRate
+DRIVE_PENALTY = 0.05  # kDrivePenalty
+TRACE_KEEP = 0.8  # kTraceKeep
+WITHDRAW_GAIN = 2.0  # kWithdrawGain
+CRITIC_RATE = 0.1  # kCriticRate
+CRITIC_BOUND = 100.0  # kCriticBound: critic weights and bias stay within +-100
+# Exploration (exploration.h).
+EXPLORE_FLOOR = 0.05  # kExploreFloor
+EXPLORE_RANGE = 0.75  # kExploreRange: x in [0.05, 0.8]
+NOISE_KEEP = 0.95  # kNoiseKeep: z <- 0.95 z + sqrt(1 - 0.95^2) xi
+NOISE_DRIVE = 0.31224990  # sqrt(1 - 0.95^2), written as exploration.h writes it
+NOVELTY_SCALE = 0.005  # kNoveltyScale
+SPREAD_FLOOR = 0.01  # kSpreadFloor
 
 # --- The benchmark's robot and sweep (as tests/bench/cuda_cycle_bench.cc) -----------------------
 SENSORS = 12
@@ -169,10 +188,19 @@ def imprint_kernel(shape, n_sensors, device):
     return k.reshape(n_sensors, -1).to(device)
 
 
+def readout_features(n_sensors):
+    """R, the entries of psi = [phi_t | 4 s_t | 4 s_(t-1)] in use: P + 2N (gpu/model/robot_state.h
+    lays them out at 0, P and P + kMaxSensors; the entries between are 0, their weights stay 0)."""
+    return FEATURES + 2 * n_sensors
+
+
 def make_constants(shape, batch, n_sensors, n_motors, device, gen):
-    """What is fixed for the robots' lives: mixing vectors, imprint weights, ramps, motor axes."""
+    """What is fixed for the robots' lives: mixing vectors, imprint weights, ramps, motor axes, the
+    actor's feature gains."""
     mix = torch.randn(batch, n_sensors, shape.content, device=device, generator=gen)
     mix = mix / mix.norm(dim=2, keepdim=True)  # unit norm over the content channels
+    actor_gain = torch.ones(readout_features(n_sensors), device=device)
+    actor_gain[FEATURES:] = ACTOR_FRAME_GAIN  # readout.h actor_feature: both frame parts at gain 2
     return {
         "mix": mix,
         "imprint": imprint_kernel(shape, n_sensors, device),
@@ -181,38 +209,58 @@ def make_constants(shape, batch, n_sensors, n_motors, device, gen):
         "ramp_z": torch.linspace(-1.0, 1.0, shape.nz, device=device),
         "motor_group": torch.arange(n_motors, device=device) % CONTENT_GROUPS,  # g = k mod 4
         "motor_axis": torch.arange(n_motors, device=device) % 3,  # a = k mod 3
-        "learn": torch.ones(batch, 1, 1, dtype=torch.bool, device=device),
+        "actor_gain": actor_gain,  # (R,): a(psi) = psi * actor_gain
+        "learn": torch.ones(batch, 1, 1, dtype=torch.bool, device=device),  # RobotParams.learn_motors
     }
 
 
 def init_state(shape, batch, n_sensors, n_motors, device, gen):
-    """DESIGN.md section 4 start state."""
+    """DESIGN.md section 4 start state; the rest as RobotState{} (gpu/model/robot_state.h) starts,
+    less what only the pattern memory uses."""
     field = torch.zeros(batch, shape.channels, shape.nx, shape.ny, shape.nz, device=device)
     cm = shape.content + shape.memory
     field[:, :cm] = INITIAL_SPREAD * torch.randn(batch, cm, shape.nx, shape.ny, shape.nz, device=device,
                                                  generator=gen)
     field[:, shape.dynamics_begin:shape.dynamics_begin + shape.quarter] = RETENTION_REST
+    r = readout_features(n_sensors)
 
     def zeros(*size):
         return torch.zeros(*size, device=device)
 
     return {
         "field": field,
+        "cycle": torch.zeros(batch, dtype=torch.int64, device=device),
         "confidence": torch.full((batch,), 0.5, device=device),
-        "rbar": zeros(batch),
-        "phi_prev_norm2": zeros(batch),
-        "motor_mean": zeros(batch, n_motors),
+        "psi_prev_norm2": zeros(batch),  # |psi_(t-1)|^2
+        # Exploration: reward means and spread, novelty, x, the sensors' recent means, the noise z.
+        "reward_fast": zeros(batch),
+        "reward_slow": zeros(batch),
+        "reward_spread": zeros(batch),
+        "novelty": zeros(batch),
+        "novelty_slow": zeros(batch),
+        "explore": zeros(batch),
+        "sensor_mean": zeros(batch, n_sensors),
+        "noise": zeros(batch, n_motors),
+        # Features and readouts.
+        "feature_scale": zeros(batch),  # 0 before the first cycle
+        "psi_prev": zeros(batch, r),
+        "critic_bias": zeros(batch),
+        "value_prev": zeros(batch),  # V(psi_(t-1))
+        "critic": zeros(batch, r),
+        "motor_bias": zeros(batch, n_motors),
+        "bias_trace": zeros(batch, n_motors),
+        "motor_prev": zeros(batch, n_motors),  # m_(t-1)
+        "trace": zeros(batch, n_motors, r),
+        "wm": zeros(batch, n_motors, r),
         "prediction": zeros(batch, n_sensors),
-        "phi_prev": zeros(batch, FEATURES),
-        "elig": zeros(batch, n_motors, FEATURES),
-        "wp": zeros(batch, n_sensors, FEATURES),
-        "wm": zeros(batch, n_motors, FEATURES),
+        "wp": zeros(batch, n_sensors, r),
     }
 
 
 def make_cycle(shape):
     """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), xi (B, K)) ->
-    (new state, outputs). Pure: it returns new tensors and changes none it was given."""
+    (new state, outputs), where xi is the cycle's standard normal draw per motor (the engines'
+    state.innovation). Pure: it returns new tensors and changes none it was given."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
     cm = cc + mm
@@ -239,11 +287,24 @@ def make_cycle(shape):
         f = st["field"]
         b = f.shape[0]
 
-        # 1. Error, confidence, exploration.
+        # 1. model::open_cycle (gpu/model/robot_cycle.h): error, confidence, the reward means, the
+        # novelty, the exploration x and the noise z (xi is this cycle's draw, the innovation).
         e = sensors - st["prediction"]
         err = e.abs().mean(1)
+        recent = torch.where((st["cycle"] == 0).unsqueeze(1), sensors, st["sensor_mean"])
+        change = (sensors - recent).abs().mean(1)
+        sensor_mean = 0.96 * recent + 0.04 * sensors
         conf = 0.9 * st["confidence"] + 0.1 * (1.0 - torch.clamp(1.5 * err, max=1.0))
-        explore = 0.05 + 0.45 * (1.0 - conf)
+        reward_fast = 0.98 * st["reward_fast"] + 0.02 * reward
+        reward_spread = 0.9995 * st["reward_spread"] + 0.0005 * (reward - st["reward_slow"]).abs()
+        reward_slow = 0.9995 * st["reward_slow"] + 0.0005 * reward
+        novelty = 0.9 * st["novelty"] + 0.1 * change
+        novelty_slow = 0.9995 * st["novelty_slow"] + 0.0005 * novelty
+        frustration = torch.clamp((reward_slow - reward_fast) / (reward_spread + SPREAD_FLOOR), 0.0, 1.0)
+        boredom = torch.clamp(torch.maximum(1.0 - novelty / (novelty_slow + 1e-6),
+                                            1.0 - novelty * (1.0 / NOVELTY_SCALE)), 0.0, 1.0)
+        explore = EXPLORE_FLOOR + EXPLORE_RANGE * torch.maximum(1.0 - conf, torch.maximum(frustration, boredom))
+        noise = NOISE_KEEP * st["noise"] + NOISE_DRIVE * xi
 
         # Cross-channel terms, all from F_t (docs/decisions.md).
         content = f[:, :cc]
@@ -285,22 +346,30 @@ def make_cycle(shape):
         c_next = core[:, :cc].reshape(b, cc // q, q, X, Y, Z) + coupling.unsqueeze(1)
         c_next[..., z0:z1].add_(imprint)  # in place on the slab (`+=` would add a self-copy)
         c_next = torch.clamp(c_next, -FIELD_BOUND, FIELD_BOUND).reshape(b, cc, X, Y, Z)
-        # Memory channel j: 0.9 F'_j + 0.05 mean(G_(j mod 4)) (+ 0.1 P_j, P = 0 here).
+        # Memory channel j: 0.9 F'_j + 0.05 mean(G_(j mod 4)) (+ 0.1 P_j: P = 0, no pattern memory here).
         m_next = (0.9 * core[:, cc:].reshape(b, mm // CONTENT_GROUPS, CONTENT_GROUPS, X, Y, Z)
                   + 0.05 * group_mean.unsqueeze(1))
         m_next = torch.clamp(m_next, -FIELD_BOUND, FIELD_BOUND).reshape(b, mm, X, Y, Z)
         field_next = torch.cat([c_next, m_next, dyn_next], 1)
 
-        # 4. Features: A_g of F_t+1, pooled to 4x4x4, standardised over all P entries.
+        # 4. Features (readout.h compute_features): A_g of F_t+1 pooled to 4x4x4, less their mean,
+        # over the slow scale; then psi = [phi_t | 4 s_t | 4 s_(t-1)] (s_(t-1)'s entries are last
+        # cycle's frame part of psi) and the actor's a(psi) of this cycle and of the last.
+        n = sensors.shape[1]
         a = c_next.reshape(b, CONTENT_GROUPS, gs, X, Y, Z).mean(2)
         raw = tnf.avg_pool3d(a, kernel_size=pool).reshape(b, FEATURES)
         dev = raw - raw.mean(1, keepdim=True)
-        var_phi = (dev * dev).mean(1, keepdim=True)
-        inv_std = torch.where(var_phi > VARIANCE_FLOOR, torch.rsqrt(torch.clamp(var_phi, min=VARIANCE_FLOOR)),
-                              torch.zeros_like(var_phi))
-        phi = dev * inv_std
+        std_now = torch.sqrt((dev * dev).mean(1))
+        scale = torch.where(st["feature_scale"] > 0.0, 0.99 * st["feature_scale"] + 0.01 * std_now, std_now)
+        phi = dev * (1.0 / torch.clamp(scale, min=FEATURE_SCALE_FLOOR)).unsqueeze(1)
+        psi_prev = st["psi_prev"]
+        psi = torch.cat([phi, FRAME_GAIN * sensors, psi_prev[:, FEATURES:FEATURES + n]], 1)  # (B, R)
+        norm2 = (psi * psi).sum(1)
+        actor = psi * cs["actor_gain"]
+        actor_prev = psi_prev * cs["actor_gain"]
 
-        # Motors: the pull of group k mod 4 along axis k mod 3, the readout, the exploration.
+        # Motors, from the actor as it was: the pull of group k mod 4 along axis k mod 3, the
+        # learned drive u = bias + Wm . a(psi) / 16, the exploration x z.
         abs_sum = a.abs().sum((2, 3, 4))
         ramp_sums = torch.stack([
             (a.sum((3, 4)) * cs["ramp_x"]).sum(2),
@@ -310,35 +379,64 @@ def make_cycle(shape):
         pulls = 2.0 * ramp_sums / (abs_sum.unsqueeze(2) + PULL_EPSILON * shape.voxels)
         pull = pulls[:, cs["motor_group"], cs["motor_axis"]]  # (B, K)
         wm = st["wm"]
-        readout = torch.matmul(wm, phi.unsqueeze(2)).squeeze(2)
-        motors = torch.tanh(pull + readout * INV_SQRT_FEATURES + explore.unsqueeze(1) * xi)
+        learned = st["motor_bias"] + torch.matmul(wm, actor.unsqueeze(2)).squeeze(2) * INV_SQRT_FEATURES
+        motors = torch.tanh(pull + learned + explore.unsqueeze(1) * noise)
 
-        # 5. Reward: judges the previous action through the previous eligibility.
-        advantage = reward - st["rbar"]
-        wm_next = torch.where(cs["learn"],
-                              torch.clamp(wm + 0.5 * advantage[:, None, None] * st["elig"], -WM_BOUND, WM_BOUND),
-                              wm)
-        elig = (motors - st["motor_mean"]).unsqueeze(2) * phi.unsqueeze(1) * INV_SQRT_FEATURES
-        motor_mean = 0.9 * st["motor_mean"] + 0.1 * motors
-        rbar = 0.95 * st["rbar"] + 0.05 * reward
+        # 5. The reward judges the previous action through the critic's TD error and the traces
+        # as they were; a bad surprise withdraws the motors sent last cycle (in last cycle's
+        # context); then the traces take this cycle's draw xi, and the critic learns.
+        value_now = st["critic_bias"] + (st["critic"] * psi).sum(1)
+        delta = torch.clamp(reward - reward_slow + DISCOUNT * value_now - st["value_prev"], -DELTA_BOUND, DELTA_BOUND)
+        withdraw = (ACTOR_RATE * WITHDRAW_GAIN * torch.clamp(delta, max=0.0)).unsqueeze(1) * st["motor_prev"]
+        learn = cs["learn"]  # (B, 1, 1)
+        wm_learnt = torch.clamp(wm + ACTOR_RATE * (delta[:, None, None] * st["trace"] - DRIVE_PENALTY
+                                                   * learned.unsqueeze(2) * actor.unsqueeze(1) * INV_SQRT_FEATURES),
+                                -WM_BOUND, WM_BOUND)
+        wm_learnt = torch.clamp(wm_learnt + withdraw.unsqueeze(2) * actor_prev.unsqueeze(1) * INV_SQRT_FEATURES,
+                                -WM_BOUND, WM_BOUND)
+        wm_next = torch.where(learn, wm_learnt, wm)
+        bias = st["motor_bias"]
+        bias_learnt = torch.clamp(bias + ACTOR_RATE * (delta.unsqueeze(1) * st["bias_trace"] - DRIVE_PENALTY * learned),
+                                  -WM_BOUND, WM_BOUND)
+        bias_learnt = torch.clamp(bias_learnt + withdraw, -WM_BOUND, WM_BOUND)
+        motor_bias = torch.where(learn[:, :, 0], bias_learnt, bias)
+        trace = TRACE_KEEP * st["trace"] + xi.unsqueeze(2) * actor.unsqueeze(1) * INV_SQRT_FEATURES
+        bias_trace = TRACE_KEEP * st["bias_trace"] + xi
+        step = CRITIC_RATE * delta / (1.0 + st["psi_prev_norm2"])
+        critic_bias = torch.clamp(st["critic_bias"] + step, -CRITIC_BOUND, CRITIC_BOUND)
+        critic = torch.clamp(st["critic"] + step.unsqueeze(1) * psi_prev, -CRITIC_BOUND, CRITIC_BOUND)
 
-        # 6. Predict: normalised LMS on phi_(t-1), then p = tanh(Wp phi_t).
-        n2 = st["phi_prev_norm2"]
+        # 6. Predict: normalised LMS on psi_(t-1), then p = tanh(Wp psi_t).
+        n2 = st["psi_prev_norm2"]
         inv_n2 = torch.where(n2 > NORM2_FLOOR, 1.0 / torch.clamp(n2, min=NORM2_FLOOR), torch.zeros_like(n2))
-        wp = st["wp"] + 0.5 * e.unsqueeze(2) * st["phi_prev"].unsqueeze(1) * inv_n2[:, None, None]
-        prediction = torch.tanh(torch.matmul(wp, phi.unsqueeze(2)).squeeze(2))
+        wp = st["wp"] + 0.5 * e.unsqueeze(2) * psi_prev.unsqueeze(1) * inv_n2[:, None, None]
+        prediction = torch.tanh(torch.matmul(wp, psi.unsqueeze(2)).squeeze(2))
 
         new_state = {
             "field": field_next,
+            "cycle": st["cycle"] + 1,
             "confidence": conf,
-            "rbar": rbar,
-            "phi_prev_norm2": (phi * phi).sum(1),
-            "motor_mean": motor_mean,
-            "prediction": prediction,
-            "phi_prev": phi,
-            "elig": elig,
-            "wp": wp,
+            "psi_prev_norm2": norm2,
+            "reward_fast": reward_fast,
+            "reward_slow": reward_slow,
+            "reward_spread": reward_spread,
+            "novelty": novelty,
+            "novelty_slow": novelty_slow,
+            "explore": explore,
+            "sensor_mean": sensor_mean,
+            "noise": noise,
+            "feature_scale": scale,
+            "psi_prev": psi,
+            "critic_bias": critic_bias,
+            "value_prev": value_now,
+            "critic": critic,
+            "motor_bias": motor_bias,
+            "bias_trace": bias_trace,
+            "motor_prev": motors,
+            "trace": trace,
             "wm": wm_next,
+            "prediction": prediction,
+            "wp": wp,
         }
         outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
         return new_state, outputs
@@ -362,8 +460,9 @@ def _clamp(v, bound):
 def scalar_cycle(shape, field, st, params, sensors, reward, xi):
     """One robot's cycle, loop by loop in the order of gpu/cpu/field_pass.cc (EvolveSlab) and
     gpu/cpu/robot_steps.cc (OpenCycle, CloseCycle), in Python floats. `field` is a flat list in
-    F[c][x][y][z] order; `st` a dict of lists (as init_state's, one robot); `params` has
-    "sites" (N x 3) and "mix" (N x content). Returns (new field, new state, outputs)."""
+    F[c][x][y][z] order; `st` a dict of numbers and lists (as init_state's, one robot, less the
+    field); `params` has "sites" (N x 3), "mix" (N x content) and, optionally, "learn_motors"
+    (default on); `xi` is the cycle's normal draw per motor. Returns (new field, new state, outputs)."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
     cm, C = cc + mm, shape.channels
@@ -373,11 +472,27 @@ def scalar_cycle(shape, field, st, params, sensors, reward, xi):
     sites, mix = params["sites"], params["mix"]
     per_r = cc // q
 
-    # 1. OpenCycle.
-    errors = [sensors[i] - st["prediction"][i] for i in range(n)]
-    err = sum(abs(v) for v in errors) / n
+    # 1. OpenCycle (model::open_cycle).
+    first = st["cycle"] == 0
+    errors, sensor_mean = [], []
+    sum_abs = sum_change = 0.0
+    for i in range(n):
+        errors.append(sensors[i] - st["prediction"][i])
+        sum_abs += abs(errors[i])
+        recent = sensors[i] if first else st["sensor_mean"][i]
+        sum_change += abs(sensors[i] - recent)
+        sensor_mean.append(0.96 * recent + 0.04 * sensors[i])
+    err = sum_abs / n
     conf = 0.9 * st["confidence"] + 0.1 * (1.0 - min(1.0, 1.5 * err))
-    explore = 0.05 + 0.45 * (1.0 - conf)
+    reward_fast = 0.98 * st["reward_fast"] + 0.02 * reward
+    reward_spread = 0.9995 * st["reward_spread"] + 0.0005 * abs(reward - st["reward_slow"])
+    reward_slow = 0.9995 * st["reward_slow"] + 0.0005 * reward
+    novelty = 0.9 * st["novelty"] + 0.1 * (sum_change / n)
+    novelty_slow = 0.9995 * st["novelty_slow"] + 0.0005 * novelty
+    frustration = min(max((reward_slow - reward_fast) / (reward_spread + SPREAD_FLOOR), 0.0), 1.0)
+    boredom = min(max(max(1.0 - novelty / (novelty_slow + 1e-6), 1.0 - novelty * (1.0 / NOVELTY_SCALE)), 0.0), 1.0)
+    explore = EXPLORE_FLOOR + EXPLORE_RANGE * max(1.0 - conf, max(frustration, boredom))
+    noise = [NOISE_KEEP * st["noise"][k] + NOISE_DRIVE * xi[k] for k in range(k_motors)]
 
     # 2-3. EvolveSlab, voxel by voxel.
     out = [0.0] * len(field)
@@ -458,30 +573,72 @@ def scalar_cycle(shape, field, st, params, sensors, reward, xi):
                     ramp_sum[g][1] += ramp(y, Y) * a
                     ramp_sum[g][2] += ramp(z, Z) * a
 
-    # CloseCycle: phi, motors, reward learning, prediction.
+    # CloseCycle: psi, motors, the actor's and the critic's learning, prediction. psi here is the
+    # compact [phi_t | 4 s_t | 4 s_(t-1)] of readout_features(n) entries (the engines' entries
+    # past sensor_count are 0 with weights that stay 0).
     raw = [pool[g][blk] * blocks / shape.voxels for g in range(CONTENT_GROUPS) for blk in range(blocks)]
     mean = sum(raw) / FEATURES
-    var = sum((p - mean) ** 2 for p in raw) / FEATURES
-    inv_std = 1.0 / math.sqrt(var) if var > VARIANCE_FLOOR else 0.0
-    phi = [(p - mean) * inv_std for p in raw]
-    motors = []
+    dev2_sum = sum((p - mean) ** 2 for p in raw)
+    std_now = math.sqrt(dev2_sum / FEATURES)
+    scale = 0.99 * st["feature_scale"] + 0.01 * std_now if st["feature_scale"] > 0.0 else std_now
+    inv_scale = 1.0 / max(scale, FEATURE_SCALE_FLOOR)
+    psi = [(p - mean) * inv_scale for p in raw]
+    psi += [FRAME_GAIN * sensors[i] for i in range(n)]
+    psi += [st["psi_prev"][FEATURES + i] for i in range(n)]
+    n_psi = len(psi)
+
+    def actor_feature(j, v):
+        return ACTOR_FRAME_GAIN * v if j >= FEATURES else v
+
+    norm2 = sum(v * v for v in psi)
+    actor = [actor_feature(j, psi[j]) for j in range(n_psi)]
+    actor_prev = [actor_feature(j, st["psi_prev"][j]) for j in range(n_psi)]
+
+    # Step 4: motors, from the actor as it was.
+    motors, learned = [], []
     for k in range(k_motors):
         g, axis = k % CONTENT_GROUPS, k % 3
         pull = 2.0 * ramp_sum[g][axis] / (abs_sum[g] + PULL_EPSILON * shape.voxels)
-        dot = sum(w * p for w, p in zip(st["wm"][k], phi))
-        motors.append(math.tanh(pull + dot * INV_SQRT_FEATURES + explore * xi[k]))
-    advantage = reward - st["rbar"]
-    wm = [[_clamp(w + 0.5 * advantage * el, WM_BOUND) for w, el in zip(st["wm"][k], st["elig"][k])]
-          for k in range(k_motors)]
-    elig = [[(motors[k] - st["motor_mean"][k]) * p * INV_SQRT_FEATURES for p in phi] for k in range(k_motors)]
-    motor_mean = [0.9 * st["motor_mean"][k] + 0.1 * motors[k] for k in range(k_motors)]
-    rbar = 0.95 * st["rbar"] + 0.05 * reward
-    inv_n2 = 1.0 / st["phi_prev_norm2"] if st["phi_prev_norm2"] > NORM2_FLOOR else 0.0
-    wp = [[w + 0.5 * errors[i] * pp * inv_n2 for w, pp in zip(st["wp"][i], st["phi_prev"])] for i in range(n)]
-    prediction = [math.tanh(sum(w * p for w, p in zip(wp[i], phi))) for i in range(n)]
+        dot = sum(st["wm"][k][j] * actor[j] for j in range(n_psi))
+        learned.append(st["motor_bias"][k] + dot * INV_SQRT_FEATURES)
+        motors.append(math.tanh(pull + learned[k] + explore * noise[k]))
+
+    # Step 5: the TD error judges the previous action through the traces as they were; a bad
+    # surprise withdraws the motors sent last cycle; then the traces; then the critic.
+    value_now = st["critic_bias"] + sum(st["critic"][j] * psi[j] for j in range(n_psi))
+    delta = _clamp(reward - reward_slow + DISCOUNT * value_now - st["value_prev"], DELTA_BOUND)
+    wm = [list(row) for row in st["wm"]]
+    trace = [list(row) for row in st["trace"]]
+    motor_bias, bias_trace = list(st["motor_bias"]), list(st["bias_trace"])
+    for k in range(k_motors):
+        if params.get("learn_motors", True):
+            withdraw = ACTOR_RATE * WITHDRAW_GAIN * delta * st["motor_prev"][k] if delta < 0.0 else 0.0
+            for j in range(n_psi):
+                w = _clamp(wm[k][j] + ACTOR_RATE * (delta * trace[k][j] - DRIVE_PENALTY * learned[k] * actor[j]
+                                                   * INV_SQRT_FEATURES), WM_BOUND)
+                wm[k][j] = _clamp(w + withdraw * actor_prev[j] * INV_SQRT_FEATURES, WM_BOUND)
+            b = _clamp(motor_bias[k] + ACTOR_RATE * (delta * bias_trace[k] - DRIVE_PENALTY * learned[k]), WM_BOUND)
+            motor_bias[k] = _clamp(b + withdraw, WM_BOUND)
+        for j in range(n_psi):
+            trace[k][j] = TRACE_KEEP * trace[k][j] + xi[k] * actor[j] * INV_SQRT_FEATURES
+        bias_trace[k] = TRACE_KEEP * bias_trace[k] + xi[k]
+    step = CRITIC_RATE * delta / (1.0 + st["psi_prev_norm2"])
+    critic_bias = _clamp(st["critic_bias"] + step * 1.0, CRITIC_BOUND)
+    critic = [_clamp(st["critic"][j] + step * st["psi_prev"][j], CRITIC_BOUND) for j in range(n_psi)]
+
+    # Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
+    inv_n2 = 1.0 / st["psi_prev_norm2"] if st["psi_prev_norm2"] > NORM2_FLOOR else 0.0
+    wp, prediction = [], []
+    for i in range(n):
+        wp.append([st["wp"][i][j] + 0.5 * errors[i] * st["psi_prev"][j] * inv_n2 for j in range(n_psi)])
+        prediction.append(math.tanh(sum(wp[i][j] * psi[j] for j in range(n_psi))))
     new_state = {
-        "confidence": conf, "rbar": rbar, "phi_prev_norm2": sum(p * p for p in phi), "motor_mean": motor_mean,
-        "prediction": prediction, "phi_prev": phi, "elig": elig, "wp": wp, "wm": wm,
+        "cycle": st["cycle"] + 1, "confidence": conf, "psi_prev_norm2": norm2,
+        "reward_fast": reward_fast, "reward_slow": reward_slow, "reward_spread": reward_spread,
+        "novelty": novelty, "novelty_slow": novelty_slow, "explore": explore, "sensor_mean": sensor_mean,
+        "noise": noise, "feature_scale": scale, "psi_prev": psi, "critic_bias": critic_bias,
+        "value_prev": value_now, "critic": critic, "motor_bias": motor_bias, "bias_trace": bias_trace,
+        "motor_prev": motors, "trace": trace, "wm": wm, "prediction": prediction, "wp": wp,
     }
     outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
     return out, new_state, outputs
@@ -584,6 +741,32 @@ def bounds_problems(state, out, shape):
         problems.append("confidence not finite or outside [0, 1]")
     if not bool(torch.isfinite(out["error"]).all()):
         problems.append("error not finite")
+
+    # The per-robot state: everything finite, and what the rules clamp within its clamp.
+    for name, t in state.items():
+        if name != "field" and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            problems.append(f"state {name} has non-finite values")
+
+    def outside(name, low, high):
+        t = state[name]
+        if bool(torch.isfinite(t).all()) and (float(t.min()) < low or float(t.max()) > high):
+            problems.append(f"state {name} reaches [{float(t.min()):.4g}, {float(t.max()):.4g}], "
+                            f"outside [{low}, {high}]")
+
+    outside("wm", -WM_BOUND, WM_BOUND)
+    outside("motor_bias", -WM_BOUND, WM_BOUND)
+    outside("critic", -CRITIC_BOUND, CRITIC_BOUND)
+    outside("critic_bias", -CRITIC_BOUND, CRITIC_BOUND)
+    outside("motor_prev", -1.0, 1.0)
+    outside("explore", EXPLORE_FLOOR, EXPLORE_FLOOR + EXPLORE_RANGE)
+    outside("confidence", 0.0, 1.0)
+    # Means of rewards and sensors in [-1, 1] stay in [-1, 1]; spreads and novelties in [0, 2].
+    for name in ("reward_fast", "reward_slow", "sensor_mean"):
+        outside(name, -1.0, 1.0)
+    for name in ("reward_spread", "novelty", "novelty_slow"):
+        outside(name, 0.0, 2.0)
+    outside("feature_scale", 0.0, math.inf)
+    outside("psi_prev_norm2", 0.0, math.inf)
     return problems
 
 
