@@ -10,7 +10,8 @@ packages=(
   libabsl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev libkissfft-dev
-  python3-grpcio python3-grpc-tools python3-numpy
+  python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
+  libgpiod-dev
 )
 
 missing=()
