@@ -6,10 +6,8 @@
 #include <string>
 
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/program_usage.h"
 #include "server/brain_server.h"
 #include "server/log.h"
 #include "server/server_flags.h"
@@ -36,17 +34,14 @@ void DefaultToPassiveOpenMpWorkers(char** argv) {
 int main(int argc, char** argv) {
   using namespace fieldbrain::server;
   DefaultToPassiveOpenMpWorkers(argv);
-  absl::SetProgramUsageMessage(
-      "the fieldbrain gRPC brain server: robots stream sensor frames, get motor frames back.\n"
-      "  brain-server --listen=0.0.0.0:50051 --engine=auto --metrics_listen=0.0.0.0:9464");
-  // --help lists the daemon's own flags (defined in server_flags.cc), not the libraries'.
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view path) {
-    return absl::EndsWith(path, "server_flags.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  usage.version_string = [] { return std::string("brain-server " FIELDBRAIN_VERSION "\n"); };
-  absl::SetFlagsUsageConfig(usage);
+  fieldbrain::SetProgramUsage(
+      "brain-server",
+      "the fieldbrain gRPC brain server. Robots stream sensor frames on brain.v1.Brain/Cycle and get\n"
+      "motor frames back; it also serves brain.v1.Brain/GetServerInfo, brain.v1.Memory (HRR vectors,\n"
+      "unless --memory_arena_bytes=0), grpc.health.v1.Health and server reflection on --listen, and\n"
+      "Prometheus metrics at http://<--metrics_listen>/metrics.\n"
+      "  brain-server --listen=0.0.0.0:50051 --engine=auto --metrics_listen=0.0.0.0:9464",
+      {"server_flags.cc"});
   absl::ParseCommandLine(argc, argv);
   const ServerConfig config = ConfigFromFlags();
   if (absl::Status s = ValidateConfig(config); !s.ok()) {

@@ -15,7 +15,6 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -24,6 +23,7 @@
 #include "client/brain_client.h"
 #include "client/picarx/picarx_adapter.h"
 #include "client/tools/sim_robot.h"
+#include "common/program_usage.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "brain server address");
 ABSL_FLAG(int, robots, 4, "simulated robots, one stream and one thread each");
@@ -178,7 +178,11 @@ void PrintSummary(const std::string& target, const std::string& server, int conn
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Drives a fieldbrain server with simulated PiCar-X robots.");
+  fieldbrain::SetProgramUsage("brain-sim",
+                              "drives a fieldbrain server with simulated PiCar-X robots, or runs a "
+                              "baseline policy in the same worlds.\n"
+                              "  brain-sim --target=127.0.0.1:50051 --robots=4 --seconds=30",
+                              {"brain_sim_main.cc"});
   absl::ParseCommandLine(argc, argv);
   const std::string target = absl::GetFlag(FLAGS_target);
   const int robots = absl::GetFlag(FLAGS_robots);
