@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "brain/v1/brain.grpc.pb.h"
 #include "client/cycle_stream.h"
+#include "client/session_recording.h"
 
 namespace fieldbrain::client {
 namespace {
@@ -87,8 +88,11 @@ const char* StopCauseName(StopCause cause) {
 
 class BrainClient::Impl final : public CycleStream::Sink {
  public:
-  Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
-      : options_(std::move(options)), stub_(brain::v1::Brain::NewStub(std::move(channel))) {}
+  Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel,
+       std::unique_ptr<SessionRecorder> recorder)
+      : options_(std::move(options)),
+        stub_(brain::v1::Brain::NewStub(std::move(channel))),
+        recorder_(std::move(recorder)) {}
 
   ~Impl() override { Close(); }
 
@@ -135,6 +139,7 @@ class BrainClient::Impl final : public CycleStream::Sink {
 
   // CycleStream::Sink: called on gRPC threads.
   void OnWelcome(const Welcome& welcome) override {
+    if (recorder_ != nullptr) recorder_->RecordWelcome(welcome);
     absl::MutexLock lock(&mu_);
     welcome_ = welcome;
     connected_ = true;
@@ -145,6 +150,7 @@ class BrainClient::Impl final : public CycleStream::Sink {
   }
 
   void OnMotors(const MotorFrame& frame) override {
+    if (recorder_ != nullptr) recorder_->RecordMotors(frame);  // late ones too: they were answered
     absl::MutexLock lock(&mu_);
     // Only the frame the stepping thread is waiting for counts; late ones are dropped.
     if (awaiting_seq_ != 0 && frame.seq() == awaiting_seq_ && !reply_.has_value()) {
@@ -167,6 +173,10 @@ class BrainClient::Impl final : public CycleStream::Sink {
     cv_.SignalAll();
   }
 
+  absl::Status recording_status() const {
+    return recorder_ != nullptr ? recorder_->status() : absl::OkStatus();
+  }
+
  private:
   void Run();
   CycleRequest MakeHello() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -175,6 +185,7 @@ class BrainClient::Impl final : public CycleStream::Sink {
 
   const ClientOptions options_;
   const std::unique_ptr<brain::v1::Brain::Stub> stub_;
+  const std::unique_ptr<SessionRecorder> recorder_;  // null unless record_path is set
   std::thread thread_;
   absl::Mutex close_mu_;
 
@@ -227,6 +238,7 @@ void BrainClient::Impl::Run() {
       welcomed_on_stream_ = false;
       hello = MakeHello();
     }
+    if (recorder_ != nullptr) recorder_->RecordHello(hello.hello());
     stream->Start(stub_.get(), std::move(hello));
     bool was_welcomed = false;
     {
@@ -303,6 +315,8 @@ StepResult BrainClient::Impl::Step(std::span<const float> sensors, std::optional
     stream = stream_;
     epoch = link_epoch_;
   }
+  // Recorded before it is sent, so that its answer never precedes it in the file.
+  if (recorder_ != nullptr) recorder_->RecordSensors(request.sensors());
   const bool sent = stream->Send(std::move(request));
 
   std::optional<MotorFrame> reply;
@@ -388,7 +402,13 @@ absl::StatusOr<std::unique_ptr<BrainClient>> BrainClient::Create(ClientOptions o
   auto credentials =
       options.credentials != nullptr ? options.credentials : grpc::InsecureChannelCredentials();
   auto channel = grpc::CreateCustomChannel(options.target, credentials, args);
-  auto impl = std::make_unique<Impl>(std::move(options), std::move(channel));
+  std::unique_ptr<SessionRecorder> recorder;
+  if (!options.record_path.empty()) {
+    absl::StatusOr<std::unique_ptr<SessionRecorder>> opened = SessionRecorder::Open(options.record_path);
+    if (!opened.ok()) return opened.status();
+    recorder = *std::move(opened);
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(channel), std::move(recorder));
   impl->StartThread();
   return std::make_unique<BrainClient>(Passkey(), std::move(impl));
 }
@@ -401,6 +421,8 @@ StepResult BrainClient::Step(std::span<const float> sensors, std::optional<float
                              absl::Duration deadline) {
   return impl_->Step(sensors, reward, deadline);
 }
+
+absl::Status BrainClient::recording_status() const { return impl_->recording_status(); }
 
 bool BrainClient::connected() const { return impl_->connected(); }
 

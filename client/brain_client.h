@@ -57,6 +57,9 @@ struct ClientOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // nullptr = insecure
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(2);
+  // Non-empty: record the session to this file (client/session_recording.h; the format is
+  // proto/brain/v1/recording.proto): every Hello, Welcome, SensorFrame sent and MotorFrame received.
+  std::string record_path;
 };
 
 // The longest deadline a Step honours: the wire carries it as SensorFrame.deadline_us, a uint32
@@ -87,9 +90,9 @@ struct StepResult {
 class BrainClient {
  public:
   // Validates the options (target set, robot_id 1-128 bytes, sensor_count and motor_count >= 1,
-  // names empty or one per sensor/motor, 0 < initial_backoff <= max_backoff) and starts the
-  // background connection thread. Returns InvalidArgument on bad options; never waits for the
-  // server.
+  // names empty or one per sensor/motor, 0 < initial_backoff <= max_backoff), opens record_path
+  // if set, and starts the background connection thread. Returns InvalidArgument on bad options
+  // or a record_path that cannot be written; never waits for the server.
   static absl::StatusOr<std::unique_ptr<BrainClient>> Create(ClientOptions options);
 
   ~BrainClient();
@@ -105,6 +108,9 @@ class BrainClient {
   // to kMaxStepDeadline (so InfiniteDuration() waits about 71.6 minutes) and sent as deadline_us.
   StepResult Step(std::span<const float> sensors, std::optional<float> reward,
                   absl::Duration deadline);
+
+  // OK unless recording was asked for and failed (the first write error; the robot runs on).
+  absl::Status recording_status() const;
 
   bool connected() const;                            // a Welcome arrived on the live stream
   std::optional<brain::v1::Welcome> welcome() const;  // the latest Welcome, if any

@@ -42,6 +42,9 @@ ABSL_FLAG(std::string, reflex, "on",
           "does not, so pushing into a wall keeps costing (the behaviour test's world)");
 ABSL_FLAG(std::string, arena, "default",
           "default (the fixed 4 x 3 m room) or random (a room drawn from each robot's seed)");
+ABSL_FLAG(std::string, record, "",
+          "record each robot's session for brain-replay: to FILE with one robot, to FILE.<i> for "
+          "robot i with several");
 ABSL_FLAG(int64_t, ticks, 0,
           "> 0: run this many ticks per robot in lockstep (each waits for its motors; the world "
           "advances 1/hz per tick), instead of --seconds of real time");
@@ -220,6 +223,9 @@ int main(int argc, char** argv) {
       options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
                                                         static_cast<float>(hz), reward_flag == "on");
       options.seed = seed + i;
+      if (const std::string record = absl::GetFlag(FLAGS_record); !record.empty()) {
+        options.record_path = robots == 1 ? record : absl::StrCat(record, ".", i);
+      }
       auto made = fieldbrain::client::BrainClient::Create(std::move(options));
       if (!made.ok()) {
         std::fprintf(stderr, "brain-sim: %s\n", made.status().ToString().c_str());
@@ -318,6 +324,16 @@ int main(int argc, char** argv) {
   PrintSummary(brain ? target : std::string(), server, connected, totals, ran);
   PrintFirstAndLastMinute(fleet, hz);
   PrintLearningCurve(fleet);
-  fleet.clear();  // closes every stream before exit
+  for (auto& robot : fleet) {
+    if (robot->client() == nullptr) continue;
+    if (const absl::Status s = robot->client()->recording_status(); !s.ok()) {
+      std::printf("  recording        %s\n", std::string(s.message()).c_str());
+    }
+  }
+  if (const std::string record = absl::GetFlag(FLAGS_record); !record.empty() && brain) {
+    std::printf("  recorded         %s%s (brain-replay --recording=...)\n", record.c_str(),
+                robots == 1 ? "" : ".<robot>");
+  }
+  fleet.clear();  // closes every stream (and flushes every recording) before exit
   return 0;
 }
