@@ -7,17 +7,10 @@ set -uo pipefail
 server=$1 stem=$2 replay=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
-"$server" --listen=127.0.0.1:0 --engine=cpu --field=small --max_robots=2 --threads=1 \
-  --memory_arena_bytes=0 2>"$work/server.log" &
-server_pid=$!
+source "$(dirname "$0")/../start_brain_server.sh"
+start_brain_server "$server" "$work/server.log" --engine=cpu --field=small --max_robots=2 --threads=1 \
+  --memory_arena_bytes=0 || fail "brain-server did not start"
 trap 'kill -KILL $server_pid 2>/dev/null' EXIT
-port=""
-for _ in $(seq 1 300); do
-  port=$(sed -n 's/.* listening on 127\.0\.0\.1:\([0-9][0-9]*\) .*/\1/p' "$work/server.log")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$work/server.log"; fail "brain-server did not start"; }
 
 # 1. Three seconds at 20 Hz in the simulated arena, recorded; the replay is identical.
 "$stem" --dry-run --target="127.0.0.1:$port" --robot_id=car-e2e --seconds=3 --deadline_ms=200 \

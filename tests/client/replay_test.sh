@@ -11,18 +11,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done' EXIT
 
-# start_server NAME FIELD: starts brain-server on a free port, sets $port.
+source "$(dirname "$0")/../start_brain_server.sh"
+# start_server NAME FIELD: a daemon with that field on a free port; sets $port.
 start_server() {
-  "$server" --listen=127.0.0.1:0 --engine=cpu --field="$2" --max_robots=4 --threads=1 \
-    --memory_arena_bytes=0 2>"$work/$1.log" &
-  pids+=($!)
-  port=""
-  for _ in $(seq 1 300); do
-    port=$(sed -n 's/.* listening on 127\.0\.0\.1:\([0-9][0-9]*\) .*/\1/p' "$work/$1.log")
-    [ -n "$port" ] && return 0
-    sleep 0.1
-  done
-  cat "$work/$1.log"; fail "brain-server ($1) did not start"
+  start_brain_server "$server" "$work/$1.log" --engine=cpu --field="$2" --max_robots=4 --threads=1 \
+    --memory_arena_bytes=0 || fail "brain-server ($1) did not start"
+  pids+=("$server_pid")
 }
 
 start_server small small

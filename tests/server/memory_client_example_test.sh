@@ -17,18 +17,11 @@ mkdir -p "$work/gen"
 "$python" -m grpc_tools.protoc -I "$proto_dir" --python_out="$work/gen" --grpc_python_out="$work/gen" \
   "$proto_dir/brain/v1/memory.proto"
 
-"$server" --listen=127.0.0.1:0 --engine=cpu --field=small --max_robots=1 --threads=1 \
-  --memory_arena_bytes=16777216 2>"$work/server.log" &
-pid=$!
+source "$(dirname "$0")/../start_brain_server.sh"
+start_brain_server "$server" "$work/server.log" --engine=cpu --field=small --max_robots=1 --threads=1 \
+  --memory_arena_bytes=16777216
+pid=$server_pid
 trap 'kill -KILL $pid 2>/dev/null || true' EXIT
-port=""
-for _ in $(seq 1 300); do
-  port=$(sed -n 's/.* listening on 127\.0\.0\.1:\([0-9][0-9]*\) .*/\1/p' "$work/server.log")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "brain-server exited at start:" >&2; cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "brain-server did not start listening" >&2; cat "$work/server.log" >&2; exit 1; }
 
 PYTHONPATH="$work/gen" "$python" "$example" --target="127.0.0.1:$port" | tee "$work/example.out"
 grep -qx "cleanup: color -> red, shape -> round, size -> big" "$work/example.out"
