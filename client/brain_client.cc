@@ -135,6 +135,8 @@ class BrainClient::Impl final : public CycleStream::Sink {
     }
     if (stream != nullptr) stream->Cancel();
     if (thread_.joinable()) thread_.join();
+    // Every stream has ended, so nothing records any more: write out and close the file.
+    if (recorder_ != nullptr) recorder_->Close();
   }
 
   // CycleStream::Sink: called on gRPC threads.

@@ -109,7 +109,8 @@ class BrainClient {
   StepResult Step(std::span<const float> sensors, std::optional<float> reward,
                   absl::Duration deadline);
 
-  // OK unless recording was asked for and failed (the first write error; the robot runs on).
+  // OK unless recording was asked for and failed (the first write error or a disk that fell
+  // behind; the robot runs on). Final after Close(), which writes out and closes the recording.
   absl::Status recording_status() const;
 
   bool connected() const;                            // a Welcome arrived on the live stream

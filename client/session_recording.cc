@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include "absl/strings/str_cat.h"
@@ -18,78 +19,120 @@ namespace fieldbrain::client {
 using brain::v1::RecordEntry;
 
 absl::StatusOr<std::unique_ptr<SessionRecorder>> SessionRecorder::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  struct stat info {};
+  if (fd < 0 && errno == EEXIST && ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // a pipe or a device: written, never replaced
+  }
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot record to ", path, ": ", std::strerror(errno)));
+    const int error = errno;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot record to ", path, ": ", std::strerror(error),
+        error == EEXIST ? " (a recording is never overwritten: remove it or choose another name)" : ""));
   }
   return std::unique_ptr<SessionRecorder>(new SessionRecorder(path, fd));
 }
 
-SessionRecorder::SessionRecorder(std::string path, int fd)
-    : path_(std::move(path)),
-      fd_(fd),
-      out_(std::make_unique<google::protobuf::io::FileOutputStream>(fd)),
-      last_flush_(absl::Now()) {}
+SessionRecorder::SessionRecorder(std::string path, int fd) : path_(std::move(path)), fd_(fd) {
+  writer_ = std::thread([this] { WriterLoop(); });
+}
 
 SessionRecorder::~SessionRecorder() {
-  absl::MutexLock lock(&mu_);
-  FlushLocked();
-  out_.reset();
-  if (fd_ >= 0) ::close(fd_);
+  Close();
+  ::close(fd_);
 }
 
 void SessionRecorder::RecordHello(const brain::v1::Hello& hello) {
   RecordEntry entry;
   *entry.mutable_hello() = hello;
   entry.mutable_hello()->clear_resume_token();
-  Write(entry);
+  Enqueue(entry);
 }
 
 void SessionRecorder::RecordWelcome(const brain::v1::Welcome& welcome) {
   RecordEntry entry;
   *entry.mutable_welcome() = welcome;
   entry.mutable_welcome()->clear_resume_token();
-  Write(entry);
+  Enqueue(entry);
 }
 
 void SessionRecorder::RecordSensors(const brain::v1::SensorFrame& frame) {
   RecordEntry entry;
   *entry.mutable_sensors() = frame;
-  Write(entry);
+  Enqueue(entry);
 }
 
 void SessionRecorder::RecordMotors(const brain::v1::MotorFrame& frame) {
   RecordEntry entry;
   *entry.mutable_motors() = frame;
-  Write(entry);
+  Enqueue(entry);
 }
 
-void SessionRecorder::Write(RecordEntry& entry) {
-  const absl::Time now = absl::Now();
-  entry.set_time_unix_us(absl::ToUnixMicros(now));
+void SessionRecorder::Enqueue(RecordEntry& entry) {
+  entry.set_time_unix_us(absl::ToUnixMicros(absl::Now()));
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::util::SerializeDelimitedToZeroCopyStream(entry, &out);
+  }
   absl::MutexLock lock(&mu_);
-  if (!status_.ok()) return;
-  if (!google::protobuf::util::SerializeDelimitedToZeroCopyStream(entry, out_.get())) {
-    FailLocked("write failed");
+  if (closing_ || !status_.ok()) return;
+  if (queue_.size() >= kMaxQueuedEntries) {
+    status_ = absl::DataLossError(absl::StrCat("recording to ", path_, " stopped: the disk fell ",
+                                               kMaxQueuedEntries, " entries behind"));
+    queue_.clear();
     return;
   }
-  if (now - last_flush_ >= kFlushEvery) FlushLocked();
+  queue_.push_back(std::move(bytes));
 }
 
-void SessionRecorder::Flush() {
+void SessionRecorder::WriterLoop() {
+  for (;;) {
+    std::deque<std::string> batch;
+    bool closing = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this] { return closing_ || !queue_.empty(); };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), kFlushEvery);
+      batch.swap(queue_);
+      closing = closing_;
+    }
+    std::string bytes;
+    for (const std::string& entry : batch) bytes += entry;
+    // Each batch goes to the kernel at once: what the robot did survives a crash of this process.
+    if (!bytes.empty() && !WriteAll(bytes)) return;
+    if (closing) return;
+  }
+}
+
+bool SessionRecorder::WriteAll(const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Fail(absl::DataLossError(absl::StrCat("recording to ", path_, " stopped: write failed: ",
+                                            n < 0 ? std::strerror(errno) : "no progress")));
+      return false;
+    }
+    done += size_t(n);
+  }
+  return true;
+}
+
+void SessionRecorder::Fail(absl::Status error) {
   absl::MutexLock lock(&mu_);
-  FlushLocked();
+  if (status_.ok()) status_ = std::move(error);
+  queue_.clear();
 }
 
-void SessionRecorder::FlushLocked() {
-  last_flush_ = absl::Now();
-  if (status_.ok() && !out_->Flush()) FailLocked("flush failed");
-}
-
-void SessionRecorder::FailLocked(std::string what) {
-  const int error = out_->GetErrno();
-  status_ = absl::DataLossError(absl::StrCat("recording to ", path_, " stopped: ", what,
-                                             error != 0 ? absl::StrCat(": ", std::strerror(error)) : ""));
+void SessionRecorder::Close() {
+  absl::MutexLock close_lock(&close_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+  }
+  if (writer_.joinable()) writer_.join();
 }
 
 absl::Status SessionRecorder::status() const {

@@ -44,7 +44,7 @@ ABSL_FLAG(std::string, arena, "default",
           "default (the fixed 4 x 3 m room) or random (a room drawn from each robot's seed)");
 ABSL_FLAG(std::string, record, "",
           "record each robot's session for brain-replay: to FILE with one robot, to FILE.<i> for "
-          "robot i with several");
+          "robot i with several (an existing file is never overwritten)");
 ABSL_FLAG(int64_t, ticks, 0,
           "> 0: run this many ticks per robot in lockstep (each waits for its motors; the world "
           "advances 1/hz per tick), instead of --seconds of real time");
@@ -326,6 +326,7 @@ int main(int argc, char** argv) {
   PrintLearningCurve(fleet);
   for (auto& robot : fleet) {
     if (robot->client() == nullptr) continue;
+    robot->client()->Close();  // writes out its recording, so the status below is final
     if (const absl::Status s = robot->client()->recording_status(); !s.ok()) {
       std::printf("  recording        %s\n", std::string(s.message()).c_str());
     }

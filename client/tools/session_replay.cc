@@ -58,6 +58,11 @@ absl::Status SettlePending(Pending& pending, uint64_t known, uint64_t ran_now, R
                            ReplayPlan& plan) {
   const int64_t ran = int64_t(known) - int64_t(pending.last_cycle) - int64_t(ran_now);
   const int64_t waiting = int64_t(pending.frames.size());
+  if (ran < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot replay: the brain went back from cycle ", pending.last_cycle, " to ", known - ran_now,
+        " (resumed from an older checkpoint), which a fresh brain cannot repeat"));
+  }
   if (ran == waiting) {
     for (SensorFrame& f : pending.frames) brain.frames.push_back({std::move(f), std::nullopt});
   } else if (ran == 0) {
@@ -161,6 +166,7 @@ absl::StatusOr<ReplayPlan> PlanReplay(const std::vector<RecordEntry>& entries) {
             plan.brains.back().frames.push_back({e.sensors(), answer->second});
             break;
           case Fate::kRejected:
+            // Ahead of any pending frames: harmless, a rejected frame leaves the brain as it was.
             plan.brains.back().frames.push_back({e.sensors(), answer->second});
             break;
           case Fate::kNotRun:

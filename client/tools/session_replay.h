@@ -46,8 +46,9 @@ struct ReplayPlan {
 };
 
 // Refuses a recording that cannot be replayed, saying why: no Hello or Welcome, a first brain
-// that was resumed (it did not start from its seed), an answer to a frame never sent, or frames
-// whose fate is ambiguous.
+// that was resumed (it did not start from its seed), a brain resumed at an earlier cycle than it
+// had reached (restored from an older checkpoint), or frames whose fate is ambiguous. Answers to
+// frames the file does not hold are ignored.
 absl::StatusOr<ReplayPlan> PlanReplay(const std::vector<brain::v1::RecordEntry>& entries);
 
 struct ReplayOptions {

@@ -90,20 +90,32 @@ TEST(SessionRecorder, WritesEveryMessageInOrderWithoutResumeTokens) {
   std::remove(path.c_str());
 }
 
-TEST(SessionRecorder, RefusesAPathItCannotWriteAndKeepsTheFirstWriteError) {
+TEST(SessionRecorder, RefusesAPathItCannotWriteOrAnExistingRecording) {
   auto bad = SessionRecorder::Open("/nonexistent-directory/session.rec");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("No such file or directory"), std::string::npos);
 
+  const std::string path = TempPath("kept");
+  std::ofstream(path) << "an earlier recording";
+  auto again = SessionRecorder::Open(path);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("never overwritten"), std::string::npos) << again.status();
+  std::ifstream in(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "an earlier recording");
+  std::remove(path.c_str());
+}
+
+TEST(SessionRecorder, AFullDiskStopsTheRecordingNotTheCaller) {
   // /dev/full accepts the open and fails every write with ENOSPC: a full disk.
   auto full = SessionRecorder::Open("/dev/full");
   ASSERT_TRUE(full.ok()) << full.status();
   for (int i = 0; i < 2000; ++i) (*full)->RecordSensors(Sensors(uint64_t(i) + 1, 0.1f));
-  (*full)->Flush();
+  (*full)->Close();
   EXPECT_EQ((*full)->status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE((*full)->status().message().find("No space left on device"), std::string::npos)
       << (*full)->status();
+  (*full)->RecordSensors(Sensors(1, 0.1f));  // after Close: dropped, no crash
 }
 
 class BadRecordingTest : public ::testing::Test {
@@ -232,6 +244,11 @@ TEST(PlanReplay, RefusesARecordingThatDoesNotStartWithANewBrain) {
   auto resumed = sim::PlanReplay(Session({E(Hello()), E(Welcome(true, 500)), E(Sensors(1, 0)), E(Motors(1, 501))}));
   ASSERT_FALSE(resumed.ok());
   EXPECT_NE(resumed.status().message().find("resumed at cycle 500"), std::string::npos) << resumed.status();
+  auto rolled_back = sim::PlanReplay(Session({E(Hello()), E(Welcome(false, 0)), E(Sensors(1, 0)), E(Motors(1, 1)),
+                                              E(Sensors(2, 0)), E(Motors(2, 2)), E(Hello()), E(Welcome(true, 1))}));
+  ASSERT_FALSE(rolled_back.ok());
+  EXPECT_NE(rolled_back.status().message().find("went back from cycle 2 to 1"), std::string::npos)
+      << rolled_back.status();
   EXPECT_FALSE(sim::PlanReplay(Session({E(Sensors(1, 0))})).ok());
   EXPECT_FALSE(sim::PlanReplay(Session({})).ok());
 }
