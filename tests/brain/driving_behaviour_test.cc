@@ -12,8 +12,8 @@
 //
 // Random-held does not learn, but one draw of its commands is a poor estimate of what it scores:
 // over these 8 rooms its last-1000 blocked figure ranges from 3 to 77 across draws (docs/brain.md).
-// The brain is held to random-held's expectation, the mean of kRandomHeldDraws draws; it is
-// cheap (no engine).
+// The brain is held to random-held's expectation, the mean of kRandomHeldDraws draws; they are
+// cheap (the engine is built but never run for them).
 #include <algorithm>
 #include <cstdio>
 #include <random>

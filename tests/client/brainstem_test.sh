@@ -21,7 +21,9 @@ cat "$work/run.out" "$work/run.err"
 grep -q "connected to 127.0.0.1:$port as car-e2e: engine cpu, new brain" "$work/run.err" || fail "no connect line"
 grep -q "ran .* 60 ticks (60 answered by the brain)" "$work/run.out" || fail "expected 60 ticks, all answered"
 grep -q "done; the car is stopped" "$work/run.err" || fail "no clean stop"
-"$replay" --target="127.0.0.1:$port" --recording="$work/car.rec" > "$work/replay.out" 2>&1 || { cat "$work/replay.out"; fail "replay"; }
+recording=$(ls "$work"/car-*.rec)
+[[ "$recording" =~ car-[0-9]{8}T[0-9]{6}Z\.rec$ ]] || fail "recording not named with its start time: '$recording'"
+"$replay" --target="127.0.0.1:$port" --recording="$recording" > "$work/replay.out" 2>&1 || { cat "$work/replay.out"; fail "replay"; }
 grep -q "^result        identical" "$work/replay.out" || { cat "$work/replay.out"; fail "replay not identical"; }
 
 # 2. SIGTERM stops a run without end cleanly.

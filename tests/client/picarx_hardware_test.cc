@@ -116,7 +116,7 @@ TEST_F(PicarxHardwareTest, AMotorFrameBecomesExactlyTheseRegisterWrites) {
                              {0x22, 0x01, 0x72},  // steering 25 + 3 = 28 deg: 370
                              {0x20, 0x01, 0x2E},  // pan: offset - 0 = -2 deg: 302
                              {0x21, 0x01, 0x33},  // tilt 0: 307
-                             {0x2D, 0x0A, 0xE0},  // left (inner) wheel 50 x 0.75 = 37.5: 68 % = 2784
+                             {0x2D, 0x0A, 0xE0},  // left wheel slowed, 50 x 0.75 = 37.5: 68 % = 2784
                              {0x2C, 0x0B, 0xFF}}));  // right wheel 50: 75 % = 3071
   EXPECT_EQ(left_dir_.levels, std::vector<bool>{false});  // left forward: D4 low
   EXPECT_EQ(right_dir_.levels, std::vector<bool>{true});  // right forward is motor 2 at -speed: D5 high
@@ -128,6 +128,23 @@ TEST_F(PicarxHardwareTest, AMotorFrameBecomesExactlyTheseRegisterWrites) {
   ASSERT_TRUE(flipped.Apply(cmd).ok());
   EXPECT_EQ(right_dir_.levels.back(), false);
   EXPECT_EQ(bus_.writes.back(), (Bytes{0x2C, 0x0B, 0xFF}));
+}
+
+TEST(WheelSpeeds, OneWheelIsSlowedInATurnAsPicarxForwardAndBackwardDo) {
+  auto w = picarx::WheelSpeedsFor(50, 25);
+  EXPECT_FLOAT_EQ(w.left, 37.5f);
+  EXPECT_FLOAT_EQ(w.right, 50.0f);
+  w = picarx::WheelSpeedsFor(50, -25);
+  EXPECT_FLOAT_EQ(w.left, 50.0f);
+  EXPECT_FLOAT_EQ(w.right, 37.5f);
+  w = picarx::WheelSpeedsFor(-50, 25);  // backward(): the other wheel
+  EXPECT_FLOAT_EQ(w.left, -50.0f);
+  EXPECT_FLOAT_EQ(w.right, -37.5f);
+  w = picarx::WheelSpeedsFor(40, 45);  // clamped to 30 deg
+  EXPECT_FLOAT_EQ(w.left, 28.0f);
+  w = picarx::WheelSpeedsFor(40, 0);
+  EXPECT_FLOAT_EQ(w.left, 40.0f);
+  EXPECT_FLOAT_EQ(w.right, 40.0f);
 }
 
 TEST_F(PicarxHardwareTest, ReadingsScaleAndDetectLineAndCliffByTheReferences) {
@@ -220,6 +237,7 @@ class UltrasonicTest : public ::testing::Test {
  protected:
   // An echo that rises `delay` after the trigger's falling edge and lasts `width`.
   void Echo(absl::Duration delay, absl::Duration width) {
+    fired_ = absl::InfinitePast();
     trigger_.on_set = [this](bool high) {
       if (!high) fired_ = clock_.peek();
     };
@@ -249,10 +267,30 @@ TEST_F(UltrasonicTest, NoEchoTimesOutNegativeAndOpenSpaceReadsFullRange) {
   const absl::Time start = clock_.peek();
   EXPECT_EQ(*ranger_.ReadMetres(), picarx::kNoEcho);
   EXPECT_LT(clock_.peek() - start, absl::Milliseconds(22));  // 1 ms + 10 us + the 20 ms wait
-  Echo(absl::Microseconds(400), absl::Hours(1));  // rises and never falls: nothing in range
+  // An HC-SR04 with nothing in range answers a pulse of about 38 ms: open space, full range.
+  Echo(absl::Microseconds(400), absl::Milliseconds(38));
   EXPECT_EQ(*ranger_.ReadMetres(), float(picarx::kMaxRangeM));
   echo_.fail = true;
   EXPECT_FALSE(ranger_.ReadMetres().ok());
+}
+
+TEST_F(UltrasonicTest, AnEchoLineStuckHighIsAFaultNotOpenSpace) {
+  echo_.level = [] { return true; };
+  const absl::Time start = clock_.peek();
+  EXPECT_EQ(*ranger_.ReadMetres(), picarx::kNoEcho);
+  EXPECT_TRUE(trigger_.levels.empty());  // never triggered into a line that is already high
+  EXPECT_LT(clock_.peek() - start, absl::Milliseconds(41));
+  // An echo that is still high from the last ping but falls in time is waited out.
+  Echo(absl::Microseconds(400), absl::Seconds(2 * 1.0 / 343.3));
+  bool settled = false;
+  const absl::Time until = clock_.peek() + absl::Milliseconds(10);
+  auto measured = echo_.level;
+  echo_.level = [&, measured] {
+    if (!settled && clock_.peek() < until) return true;
+    settled = true;
+    return measured();
+  };
+  EXPECT_NEAR(*ranger_.ReadMetres(), 1.0f, 0.002f);
 }
 
 // --- calibration ---------------------------------------------------------------------------------

@@ -38,7 +38,9 @@ ABSL_FLAG(double, seconds, 0, "run time; 0 = until SIGINT or SIGTERM");
 ABSL_FLAG(std::string, reward, "on",
           "on: send the car's reward (on the robot a proxy: progress while the way is clear, a "
           "penalty near obstacles; in --dry-run the arena's own); off: send none");
-ABSL_FLAG(std::string, record, "", "record the session to this file, for brain-replay");
+ABSL_FLAG(std::string, record, "",
+          "record the session for brain-replay to this file name with the start time added "
+          "(car.rec -> car-20261123T180501Z.rec), so a restart never overwrites a recording");
 ABSL_FLAG(std::string, calibration, fieldbrain::picarx::kDefaultCalibrationPath,
           "SunFounder's calibration file (picarx library format); a missing file means uncalibrated");
 ABSL_FLAG(std::string, i2c_device, "/dev/i2c-1", "the I2C bus of the Robot HAT");
@@ -62,6 +64,18 @@ void Log(const std::string& line) {
                absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()).c_str(), line.c_str());
 }
 
+// "dir/car.rec" -> "dir/car-20261123T180501Z.rec": each run (systemd restarts included) gets its
+// own recording, each starting with a Hello and a Welcome as brain-replay needs.
+std::string TimestampedPath(const std::string& path) {
+  const std::string stamp = absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone());
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1) {
+    return absl::StrCat(path, "-", stamp);
+  }
+  return absl::StrCat(path.substr(0, dot), "-", stamp, path.substr(dot));
+}
+
 std::string DefaultRobotId() {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "picarx";
@@ -71,7 +85,7 @@ std::string DefaultRobotId() {
 // The hardware a real run owns; members are destroyed in reverse, so the lines go before their chip.
 struct Hardware {
   std::unique_ptr<GpioChip> chip;
-  std::unique_ptr<GpioLine> left_dir, right_dir, trigger, echo;
+  std::unique_ptr<GpioLine> mcu_reset, left_dir, right_dir, trigger, echo;
   std::unique_ptr<LinuxI2cBus> bus;
   std::unique_ptr<RobotHat> hat;
   std::unique_ptr<Ultrasonic> ranger;
@@ -84,14 +98,13 @@ absl::Status OpenHardware(Hardware& hw, Clock& clock, const Calibration& calibra
   absl::StatusOr<std::unique_ptr<GpioChip>> chip = GpioChip::Open(absl::GetFlag(FLAGS_gpio_chip));
   if (!chip.ok()) return chip.status();
   hw.chip = *std::move(chip);
-  {
-    absl::StatusOr<std::unique_ptr<GpioLine>> reset = hw.chip->RequestOutput(kMcuResetGpio, true);
-    if (!reset.ok()) return reset.status();
-    if (absl::Status s = (*reset)->Set(false); !s.ok()) return s;
-    clock.SleepFor(absl::Milliseconds(10));
-    if (absl::Status s = (*reset)->Set(true); !s.ok()) return s;
-    clock.SleepFor(absl::Milliseconds(10));
-  }
+  absl::StatusOr<std::unique_ptr<GpioLine>> reset = hw.chip->RequestOutput(kMcuResetGpio, true);
+  if (!reset.ok()) return reset.status();
+  hw.mcu_reset = *std::move(reset);
+  if (absl::Status s = hw.mcu_reset->Set(false); !s.ok()) return s;
+  clock.SleepFor(absl::Milliseconds(10));
+  if (absl::Status s = hw.mcu_reset->Set(true); !s.ok()) return s;
+  clock.SleepFor(absl::Milliseconds(10));
   auto out = [&](unsigned gpio, std::unique_ptr<GpioLine>& line) {
     absl::StatusOr<std::unique_ptr<GpioLine>> l = hw.chip->RequestOutput(gpio, false);
     if (l.ok()) line = *std::move(l);
@@ -111,6 +124,16 @@ absl::Status OpenHardware(Hardware& hw, Clock& clock, const Calibration& calibra
   hw.ranger = std::make_unique<Ultrasonic>(*hw.trigger, *hw.echo, clock);
   hw.car = std::make_unique<PicarxHardware>(*hw.hat, *hw.left_dir, *hw.right_dir, *hw.ranger, calibration);
   return hw.car->Init();
+}
+
+// The last resort when the HAT no longer answers: its PWM keeps the last command after we exit,
+// so hold the MCU in reset (all its outputs off). Says what state the car is left in.
+std::string StopCar(Hardware& hw) {
+  if (hw.car != nullptr && hw.car->Stop().ok()) return "the car is stopped";
+  if (hw.mcu_reset != nullptr && hw.mcu_reset->Set(false).ok()) {
+    return "the Robot HAT did not answer, so its MCU is held in reset (outputs off)";
+  }
+  return "the car could NOT be stopped: cut its power";
 }
 
 void PrintSummary(const BrainstemStats& s, absl::Duration ran) {
@@ -178,8 +201,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (absl::Status s = OpenHardware(hw, clock, calibration); !s.ok()) {
-      if (hw.car != nullptr) hw.car->Stop().IgnoreError();
-      Log(absl::StrCat("hardware error: ", s.message(), "; the car is stopped"));
+      const std::string state = hw.chip == nullptr ? "nothing was driven" : StopCar(hw);
+      Log(absl::StrCat("hardware error: ", s.message(), "; ", state));
       return 1;
     }
     body = hw.car.get();
@@ -191,7 +214,10 @@ int main(int argc, char** argv) {
   if (robot_id.empty()) robot_id = DefaultRobotId();
   options.profile = MakeProfile(robot_id, float(hz), reward == "on");
   options.seed = absl::GetFlag(FLAGS_seed);
-  options.record_path = absl::GetFlag(FLAGS_record);
+  if (const std::string record = absl::GetFlag(FLAGS_record); !record.empty()) {
+    options.record_path = TimestampedPath(record);
+    Log(absl::StrCat("recording to ", options.record_path));
+  }
   auto client = fieldbrain::client::BrainClient::Create(std::move(options));
   if (!client.ok()) {
     body->Stop().IgnoreError();
@@ -204,7 +230,12 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  if (absl::Status s = (*client)->WaitConnected(absl::Seconds(5)); s.ok()) {
+  // Up to 5 s for the first Welcome, in slices, so that a signal meanwhile is not kept waiting.
+  absl::Status connected = absl::DeadlineExceededError("not connected");
+  for (int slice = 0; slice < 50 && !g_stop.load() && !connected.ok(); ++slice) {
+    connected = (*client)->WaitConnected(absl::Milliseconds(100));
+  }
+  if (absl::Status s = connected; s.ok()) {
     const auto w = (*client)->welcome();
     Log(absl::StrCat("connected to ", absl::GetFlag(FLAGS_target), " as ", robot_id, ": engine ", w->engine(),
                      w->resumed() ? ", brain resumed at cycle " : ", new brain, seed ",
@@ -222,12 +253,13 @@ int main(int argc, char** argv) {
   const int64_t max_ticks = seconds > 0 ? int64_t(seconds * hz + 0.5) : 0;
   const absl::Status result = brainstem.Run(g_stop, max_ticks);
   PrintSummary(brainstem.stats(), absl::Now() - start);
+  (*client)->Close();  // writes out the recording, so its status below is final
   if (const absl::Status rec = (*client)->recording_status(); !rec.ok()) Log(std::string(rec.message()));
-  (*client)->Close();
   if (!result.ok()) {
-    Log(absl::StrCat("hardware error: ", result.message(), "; the car is stopped"));
+    Log(absl::StrCat("hardware error: ", result.message(), "; ", dry ? "the car is stopped" : StopCar(hw)));
     return 1;
   }
-  Log(g_stop.load() ? "stopped by signal; the car is stopped" : "done; the car is stopped");
+  Log(absl::StrCat(g_stop.load() ? "stopped by signal; " : "done; ",
+                   dry ? "the car is stopped" : StopCar(hw)));
   return 0;
 }

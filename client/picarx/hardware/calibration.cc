@@ -1,5 +1,7 @@
 #include "client/picarx/hardware/calibration.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -96,6 +98,10 @@ absl::StatusOr<Calibration> ParseCalibration(const std::string& text) {
 }
 
 absl::StatusOr<Calibration> ReadCalibration(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": not a regular file"));
+  }
   std::ifstream in(path);
   if (!in) {
     const int error = errno;

@@ -28,7 +28,8 @@ class GpioLine {
   virtual absl::StatusOr<bool> Get() = 0;    // inputs only
 };
 
-// Monotonic time and sleeping. The ultrasonic ranger times its echo with it.
+// Monotonic time (never stepped by NTP) and sleeping. The ultrasonic ranger times its echo with
+// it, and the brainstem its ticks.
 class Clock {
  public:
   virtual ~Clock() = default;

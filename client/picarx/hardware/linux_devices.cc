@@ -100,7 +100,8 @@ absl::StatusOr<std::unique_ptr<GpioLine>> GpioChip::RequestOutput(unsigned offse
 absl::StatusOr<std::unique_ptr<GpioLine>> GpioChip::RequestInput(unsigned offset) {
   const std::string name = absl::StrCat(name_, ":", offset);
   gpiod_line* line = gpiod_chip_get_line(chip_, offset);
-  if (line == nullptr || gpiod_line_request_input(line, kConsumer) != 0) {
+  // Pulled down, as SunFounder's driver does: an unconnected echo reads low, never "open space".
+  if (line == nullptr || gpiod_line_request_input_flags(line, kConsumer, GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN) != 0) {
     return absl::UnavailableError(absl::StrCat("gpio ", name, ": cannot request as input: ", Errno()));
   }
   return std::make_unique<GpiodLine>(name, line);

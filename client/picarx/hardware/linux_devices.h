@@ -3,6 +3,7 @@
 // releases it on destruction.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -39,7 +40,7 @@ class GpioChip {
 
   // `offset` is the line's number on the chip (the BCM GPIO number on a Raspberry Pi).
   absl::StatusOr<std::unique_ptr<GpioLine>> RequestOutput(unsigned offset, bool initial_high);
-  absl::StatusOr<std::unique_ptr<GpioLine>> RequestInput(unsigned offset);
+  absl::StatusOr<std::unique_ptr<GpioLine>> RequestInput(unsigned offset);  // with a pull-down
 
  private:
   GpioChip(std::string name, gpiod_chip* chip) : name_(std::move(name)), chip_(chip) {}
@@ -47,9 +48,13 @@ class GpioChip {
   gpiod_chip* const chip_;
 };
 
+// The steady clock: a Pi has no real-time clock, and NTP stepping the wall clock must not stretch
+// a tick's sleep or an echo's timing.
 class SystemClock final : public Clock {
  public:
-  absl::Time Now() override { return absl::Now(); }
+  absl::Time Now() override {
+    return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+  }
   void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
 };
 

@@ -15,6 +15,19 @@ absl::Status FirstError(std::initializer_list<absl::Status> all) {
 
 }  // namespace
 
+WheelSpeeds WheelSpeedsFor(float drive, float steer_deg) {
+  const float steer = std::clamp(steer_deg, -kSteeringLimitDeg, kSteeringLimitDeg);
+  WheelSpeeds w{drive, drive};
+  if (steer == 0 || !std::isfinite(steer)) return w;
+  const float slow = (100.0f - std::abs(steer)) / 100.0f;
+  if ((drive >= 0) == (steer > 0)) {
+    w.left *= slow;
+  } else {
+    w.right *= slow;
+  }
+  return w;
+}
+
 float ProxyReward(const HardwareCommand& applied, const RawReading& after) {
   if (applied.reflex == Reflex::kObstacle || applied.reflex == Reflex::kCliff) return -1.0f;
   float reward = kProgressReward * applied.drive_duty_pct / kDriveDutyMaxPct;
@@ -55,10 +68,9 @@ absl::StatusOr<RawReading> PicarxHardware::Read() {
   r.steering_deg = applied_.steering_deg;
   r.pan_deg = applied_.pan_deg;
   r.tilt_deg = applied_.tilt_deg;
-  const float steer = std::clamp(applied_.steering_deg, -kSteeringLimitDeg, kSteeringLimitDeg);
-  const float inner = (100.0f - std::abs(steer)) / 100.0f;
-  r.left_speed = applied_.drive_duty_pct * (steer > 0 ? inner : 1.0f);
-  r.right_speed = applied_.drive_duty_pct * (steer < 0 ? inner : 1.0f);
+  const WheelSpeeds wheels = WheelSpeedsFor(applied_.drive_duty_pct, applied_.steering_deg);
+  r.left_speed = wheels.left;
+  r.right_speed = wheels.right;
   if (!judged_) {
     reward_ = ProxyReward(applied_, r);
     judged_ = true;
@@ -68,12 +80,10 @@ absl::StatusOr<RawReading> PicarxHardware::Read() {
 
 absl::Status PicarxHardware::Apply(const HardwareCommand& command) {
   const float steer = std::clamp(command.steering_deg, -kSteeringLimitDeg, kSteeringLimitDeg);
-  const float inner = (100.0f - std::abs(steer)) / 100.0f;
-  const float speed = command.drive_duty_pct;
-  // picarx.py's forward(): motor 1 (left) turns at +speed, motor 2 (right) at -speed, the wheel on
-  // the side of the turn slowed.
-  const float left = speed * (steer > 0 ? inner : 1.0f);
-  const float right = -speed * (steer < 0 ? inner : 1.0f);
+  const WheelSpeeds wheels = WheelSpeedsFor(command.drive_duty_pct, steer);
+  // Motor 1 (left) turns at +speed and motor 2 (right) at -speed for the car to go forward.
+  const float left = wheels.left;
+  const float right = -wheels.right;
   absl::Status s = FirstError({SetServos(steer, command.pan_deg, command.tilt_deg), SetWheels(left, right)});
   if (!s.ok()) return s;
   applied_ = command;

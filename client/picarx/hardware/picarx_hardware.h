@@ -8,8 +8,8 @@
 //
 // Commands are applied as picarx.py does: the steering angle is clamped to +-30 deg, then its
 // offset added; pan and tilt servos turn the other way (angle = offset - command); the drive is
-// SunFounder's speed (-100..100; the adapter gives at most +-50) with the inner wheel slowed by
-// (100 - |steering|) / 100 in a turn, and each wheel's direction flipped by its calibration.
+// SunFounder's speed (-100..100; the adapter gives at most +-50) with one wheel slowed in a turn
+// (WheelSpeedsFor), and each wheel's direction flipped by its calibration.
 #pragma once
 
 #include <optional>
@@ -28,6 +28,15 @@ inline constexpr unsigned kTriggerGpio = 27, kEchoGpio = 22, kMcuResetGpio = 5;
 inline constexpr int kGrayscaleChannels[3] = {0, 1, 2};
 inline constexpr int kBatteryChannel = 4;
 inline constexpr float kSteeringLimitDeg = 30.0f;
+
+// Each wheel's speed, forward-positive (-100..100), as picarx.py's forward() and backward() set
+// them: in a turn one wheel is slowed by (100 - |angle|) / 100, going forward the left one when
+// the steering angle is positive and the right one when it is negative, in reverse the other way
+// round. `steer_deg` is clamped to +-kSteeringLimitDeg.
+struct WheelSpeeds {
+  float left = 0, right = 0;
+};
+WheelSpeeds WheelSpeedsFor(float drive, float steer_deg);
 
 // The reward the car gives itself for a command, judged by the reading after it, without wheel
 // encoders to measure progress: -1 when the obstacle or cliff reflex had to cut the forward drive;

@@ -3,6 +3,15 @@
 namespace fieldbrain::picarx {
 
 absl::StatusOr<float> Ultrasonic::ReadMetres() {
+  // An echo still high (the last ping's, or a line stuck high) would time a pulse that is not
+  // ours and read as open space: wait for it to fall, and read kNoEcho if it does not.
+  const absl::Time waiting = clock_.Now();
+  for (;;) {
+    absl::StatusOr<bool> high = echo_.Get();
+    if (!high.ok()) return high.status();
+    if (!*high) break;
+    if (clock_.Now() - waiting > kEchoSettleTimeout) return kNoEcho;
+  }
   if (absl::Status s = trigger_.Set(false); !s.ok()) return s;
   clock_.SleepFor(absl::Milliseconds(1));
   if (absl::Status s = trigger_.Set(true); !s.ok()) return s;
