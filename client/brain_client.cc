@@ -166,9 +166,8 @@ class BrainClient::Impl final : public CycleStream::Sink {
     connected_ = false;
     stream_done_ = true;
     link_error_ = GrpcStatusText(status);
-    if (!welcomed_on_stream_ && welcome_.has_value() &&
-        (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-         status.error_code() == grpc::StatusCode::NOT_FOUND)) {
+    if (!welcomed_on_stream_ && presented_token_ &&
+        status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       resume_refused_ = true;
     }
     ++link_epoch_;
@@ -181,7 +180,7 @@ class BrainClient::Impl final : public CycleStream::Sink {
 
  private:
   void Run();
-  CycleRequest MakeHello() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  CycleRequest MakeHello() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `r` as a safe stop and stamps its round trip.
   static StepResult& SafeStop(StepResult& r, StopCause cause, std::string reason);
 
@@ -207,10 +206,11 @@ class BrainClient::Impl final : public CycleStream::Sink {
   // brain is gone (say, a restart without checkpoints), so later Hellos ask for a new one instead
   // of being refused forever. Cleared by the next Welcome.
   bool resume_refused_ ABSL_GUARDED_BY(mu_) = false;
+  bool presented_token_ ABSL_GUARDED_BY(mu_) = false;  // the current stream's Hello carried one
   uint64_t last_seq_ = 0;  // the stepping thread's own
 };
 
-CycleRequest BrainClient::Impl::MakeHello() const {
+CycleRequest BrainClient::Impl::MakeHello() {
   CycleRequest request;
   auto* hello = request.mutable_hello();
   *hello->mutable_profile() = options_.profile;
@@ -219,10 +219,17 @@ CycleRequest BrainClient::Impl::MakeHello() const {
     hello->set_resume_token(welcome_->resume_token());
     hello->set_seed(welcome_->seed());
     hello->set_fresh(false);
+  } else if (!welcome_.has_value() && !resume_refused_ && !options_.resume_token.empty()) {
+    // First connection with a token kept from an earlier run.
+    hello->set_resume_token(options_.resume_token);
+    hello->set_seed(options_.seed);
+    hello->set_fresh(false);
   } else {
     hello->set_seed(options_.seed);
-    hello->set_fresh(options_.fresh);
+    // `fresh` only until the first Welcome: a reconnect never throws a brain away.
+    hello->set_fresh(options_.fresh && !welcome_.has_value());
   }
+  presented_token_ = !hello->resume_token().empty();
   return request;
 }
 

@@ -3,9 +3,12 @@
 // A BrainClient keeps one bidirectional stream to a brain server open for its whole life. Create()
 // starts a background thread that connects, sends a Hello, waits for the Welcome and, whenever the
 // stream fails, reconnects with exponential backoff (initial_backoff doubling up to max_backoff,
-// +-20 % jitter). Reconnects present the resume_token and seed of the last Welcome (and never
-// `fresh`), so the server gives the same brain back; if the server refuses the token
-// (INVALID_ARGUMENT or NOT_FOUND before a Welcome) the next Hello asks for a new brain instead.
+// +-20 % jitter). The first Hello presents options.resume_token (if any); reconnects present the
+// resume_token and seed of the last Welcome (and never `fresh`), so the server gives the same
+// brain back. If the server refuses the token (FAILED_PRECONDITION before a Welcome: the kept brain
+// is not this token's, or the profile changed) the next Hellos ask for a new brain instead, which
+// the server grants once its kept brain has expired; it never discards a kept brain unless asked
+// with `fresh`.
 // HTTP/2 keepalive (a ping after 10 s without traffic, the link given up when its ack is 5 s late)
 // notices a server or network that went silent without closing the connection.
 //
@@ -54,6 +57,7 @@ struct ClientOptions {
   brain::v1::RobotProfile profile;
   uint64_t seed = 0;             // 0 = the server picks
   bool fresh = false;            // first Hello only: start a new brain even if one is kept
+  std::string resume_token;      // first Hello only: a token kept from an earlier run's Welcome
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // nullptr = insecure
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(2);

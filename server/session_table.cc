@@ -2,18 +2,28 @@
 
 #include <utility>
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace fieldbrain::server {
 namespace {
 
-// Token comparison in time independent of where the strings differ.
+// Token comparison in time independent of where the strings differ (the length is not secret:
+// every token has 32 hex digits).
 bool TokensEqual(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// Secrets (resume tokens) and ids from OpenSSL's CSPRNG; absl::BitGen is not fit for secrets.
+absl::StatusOr<std::string> RandomHex(int bytes) {
+  std::string raw(static_cast<size_t>(bytes), '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes) != 1) {
+    return absl::UnavailableError("the system's random number generator failed; try again");
+  }
+  return absl::BytesToHexString(raw);
 }
 
 }  // namespace
@@ -35,19 +45,29 @@ absl::StatusOr<SessionGrant> SessionTable::Attach(const brain::v1::Hello& hello,
           "robot_id \"", profile.robot_id(),
           "\" already has a live stream; close it first (one live stream per robot)"));
     }
-    const bool resumable = !hello.fresh() && s.slot >= 0 && !hello.resume_token().empty() &&
-                           TokensEqual(hello.resume_token(), s.resume_token) &&
-                           now - s.detached_since < idle_keep_ &&
-                           s.sensor_count == profile.sensor_count() &&
-                           s.motor_count == profile.motor_count();
-    if (resumable) {
+    const bool kept = s.slot >= 0 && now - s.detached_since < idle_keep_;
+    if (kept && !hello.fresh()) {
+      // A kept brain is only ever taken back with its token, or discarded on purpose (fresh).
+      if (hello.resume_token().empty() || !TokensEqual(hello.resume_token(), s.resume_token)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "robot_id \"", profile.robot_id(), "\" has a kept brain (detached ",
+            absl::FormatDuration(absl::Trunc(now - s.detached_since, absl::Seconds(1))),
+            " ago); send the resume_token of its last Welcome to resume it, or fresh=true to discard it "
+            "and start a new brain"));
+      }
+      if (s.sensor_count != profile.sensor_count() || s.motor_count != profile.motor_count()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the kept brain of robot_id \"", profile.robot_id(), "\" has ", s.sensor_count, " sensors and ",
+            s.motor_count, " motors, this Hello's profile ", profile.sensor_count(), " and ",
+            profile.motor_count(), "; send fresh=true to discard it and start a new brain"));
+      }
       s.state = State::kLive;
       s.stream = stream;
       ++live_;
       PublishLiveLocked();
       return SessionGrant{s.session_id, s.resume_token, s.seed, s.slot, /*resumed=*/true};
     }
-    EraseLocked(it);  // a kept brain this Hello does not take back
+    EraseLocked(it);  // expired, or discarded by a fresh Hello
   }
   if (slots_held_ >= capacity_ && !EvictOldestDetachedLocked()) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -60,8 +80,11 @@ absl::StatusOr<SessionGrant> SessionTable::Attach(const brain::v1::Hello& hello,
   while (s.seed == 0) s.seed = absl::Uniform<uint64_t>(bitgen_);
   s.sensor_count = profile.sensor_count();
   s.motor_count = profile.motor_count();
-  s.session_id = absl::StrCat("s-", RandomHexLocked(8));
-  s.resume_token = RandomHexLocked(16);
+  absl::StatusOr<std::string> session_id = RandomHex(8);
+  absl::StatusOr<std::string> token = RandomHex(16);
+  if (!session_id.ok() || !token.ok()) return session_id.ok() ? token.status() : session_id.status();
+  s.session_id = absl::StrCat("s-", *session_id);
+  s.resume_token = *std::move(token);
   SessionGrant grant{s.session_id, s.resume_token, s.seed, /*slot=*/-1, /*resumed=*/false};
   sessions_.emplace(profile.robot_id(), std::move(s));
   ++slots_held_;  // the reservation holds a slot until CompleteCreate or AbortCreate
@@ -173,12 +196,6 @@ bool SessionTable::EvictOldestDetachedLocked() {
   if (oldest == sessions_.end()) return false;
   EraseLocked(oldest);
   return true;
-}
-
-std::string SessionTable::RandomHexLocked(int bytes) {
-  std::string raw(static_cast<size_t>(bytes), '\0');
-  for (char& c : raw) c = static_cast<char>(absl::Uniform<unsigned>(bitgen_, 0u, 256u));
-  return absl::BytesToHexString(raw);
 }
 
 void SessionTable::PublishLiveLocked() {

@@ -52,9 +52,13 @@ class SessionTable {
 
   // Claims hello.profile().robot_id() for `stream`.
   //  - ALREADY_EXISTS when another stream is live for this robot_id.
-  //  - A kept brain comes back (resumed) when Hello.fresh is false, the token matches, it has not
-  //    expired and the profile has the same sensor and motor counts. Otherwise a kept brain of
-  //    this robot is released and a new one reserved.
+  //  - A kept brain (detached less than idle_keep ago) comes back (resumed) when the Hello carries
+  //    its resume token and a profile with the same sensor and motor counts. Without its token, or
+  //    with other counts, the Hello is refused with FAILED_PRECONDITION, saying how to resume or
+  //    start fresh: a kept brain is never replaced by accident. Hello.fresh discards it and
+  //    reserves a new one, as does any Hello once the brain has expired.
+  //  - Resume tokens and session ids come from OpenSSL's CSPRNG (RAND_bytes); UNAVAILABLE if it
+  //    fails. Tokens are compared in constant time.
   //  - Reserving when every slot is held evicts the brain detached the longest; with none
   //    detached: RESOURCE_EXHAUSTED.
   absl::StatusOr<SessionGrant> Attach(const brain::v1::Hello& hello, StreamId stream,
@@ -97,7 +101,6 @@ class SessionTable {
   void HandOverSlotLocked(int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Frees a slot for a reservation: evicts the longest-detached session. False when none exists.
   bool EvictOldestDetachedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string RandomHexLocked(int bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishLiveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int capacity_;
@@ -109,7 +112,7 @@ class SessionTable {
   int slots_held_ ABSL_GUARDED_BY(mu_) = 0;
   int live_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t slots_released_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);
+  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);  // seeds only (not secret)
 };
 
 }  // namespace fieldbrain::server

@@ -223,6 +223,7 @@ int main(int argc, char** argv) {
       options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
                                                         static_cast<float>(hz), reward_flag == "on");
       options.seed = seed + i;
+      options.fresh = true;  // a simulated run starts new brains, even where a run before kept some
       if (const std::string record = absl::GetFlag(FLAGS_record); !record.empty()) {
         options.record_path = robots == 1 ? record : absl::StrCat(record, ".", i);
       }

@@ -269,6 +269,23 @@ TEST(BrainClientTest, RefusedResumeTokenFallsBackToANewBrain) {
   EXPECT_FALSE(client->Step(std::vector<float>{0, 0, 0}, std::nullopt, kGenerous).safe_stop);
 }
 
+TEST(BrainClientTest, ATokenKeptFromAnEarlierRunIsPresentedOnTheFirstHelloOnly) {
+  auto server = FakeBrainServer::Start();
+  ASSERT_NE(server, nullptr);
+  ClientOptions options = Options(server->target());
+  options.resume_token = "kept-from-yesterday";
+  auto client = BrainClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->WaitConnected(kGenerous).ok());
+  server->DropStreamsOnNextFrame();
+  (*client)->Step(std::vector<float>{0, 0, 0}, std::nullopt, kGenerous);
+  ASSERT_TRUE(server->WaitForHellos(2, kGenerous));
+  const std::vector<brain::v1::Hello> hellos = server->hellos();
+  EXPECT_EQ(hellos[0].resume_token(), "kept-from-yesterday");
+  EXPECT_FALSE(hellos[0].fresh()) << "a token asks for the kept brain, fresh would discard it";
+  EXPECT_EQ(hellos[1].resume_token(), "resume-robot-a-1");  // then the Welcome's
+}
+
 TEST(BrainClientTest, ServerDownAtFirstThenUpConnectsByBackoff) {
   int port = 0;
   {

@@ -26,6 +26,21 @@ recording=$(ls "$work"/car-*.rec)
 "$replay" --target="127.0.0.1:$port" --recording="$recording" > "$work/replay.out" 2>&1 || { cat "$work/replay.out"; fail "replay"; }
 grep -q "^result        identical" "$work/replay.out" || { cat "$work/replay.out"; fail "replay not identical"; }
 
+# 1b. The resume token survives a restart of the program: without it the kept brain is refused,
+#     with it the brain comes back where it was.
+"$stem" --dry-run --target="127.0.0.1:$port" --robot_id=car-keep --seconds=1 --deadline_ms=200 \
+  --resume_token_file="$work/token" > /dev/null 2> "$work/keep1.err" || { cat "$work/keep1.err"; fail "keep run 1"; }
+grep -qE '^[0-9a-f]{32}$' "$work/token" || fail "no token file: '$(cat "$work/token" 2>&1)'"
+[ "$(stat -c %a "$work/token")" = 600 ] || fail "token file readable by others"
+"$stem" --dry-run --target="127.0.0.1:$port" --robot_id=car-keep --seconds=1 > "$work/keep2.out" 2> "$work/keep2.err"
+cat "$work/keep2.err"
+grep -q 'FAILED_PRECONDITION: robot_id "car-keep" has a kept brain' "$work/keep2.err" || fail "kept brain not protected"
+grep -q "safe stops       link_down 20" "$work/keep2.out" || fail "a refused robot must stay stopped"
+"$stem" --dry-run --target="127.0.0.1:$port" --robot_id=car-keep --seconds=1 --deadline_ms=200 \
+  --resume_token_file="$work/token" > /dev/null 2> "$work/keep3.err"
+cat "$work/keep3.err"
+grep -q "as car-keep: engine cpu, brain resumed at cycle 20" "$work/keep3.err" || fail "brain not resumed with the kept token"
+
 # 2. SIGTERM stops a run without end cleanly.
 "$stem" --dry-run --target="127.0.0.1:$port" --robot_id=car-term > "$work/term.out" 2> "$work/term.err" &
 pid=$!

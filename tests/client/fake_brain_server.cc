@@ -110,7 +110,7 @@ grpc::Status FakeBrainServer::Cycle(
     session = hellos_.size();
     my_epoch = drop_epoch_;
     if (refuse_resume_ && !hello.resume_token().empty()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown resume token");
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the kept brain is not this token's");
     }
   }
   CycleResponse welcome;

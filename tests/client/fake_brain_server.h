@@ -31,7 +31,8 @@ class FakeBrainServer final : public brain::v1::Brain::Service {
   void set_delay(absl::Duration delay);
   // The next frame of every stream ends that stream with UNAVAILABLE instead of an answer.
   void DropStreamsOnNextFrame();
-  // Hellos that carry a resume token are refused with INVALID_ARGUMENT (a restarted server).
+  // Hellos that carry a resume token are refused with FAILED_PRECONDITION (the kept brain is not
+  // theirs), as the real server refuses them.
   void set_refuse_resume(bool refuse);
   // Stops the server (live streams end); idempotent.
   void Shutdown();

@@ -335,12 +335,19 @@ class RobotTest(unittest.TestCase):
         self.assertEqual(r.cycle, last.cycle + 1)
         second.close()
 
-        # Without the token the kept brain is not given out: a new one.
-        third = self.connected_robot("resume")
-        w3 = third.welcome()
-        self.assertFalse(w3.resumed)
-        self.assertNotEqual(w3.session_id, w1.session_id)
-        self.assertEqual(w3.cycle, 0)
+        # Without the token the kept brain is neither given out nor replaced: refused.
+        third = new_robot(self.daemon.target, "resume")
+        try:
+            self.assertFalse(third.wait_connected(1.5))
+            self.assertIn("FAILED_PRECONDITION", third.link_error())
+            self.assertIn("has a kept brain", third.link_error())
+            r = third.step(sensors_at(0), None, OK_DEADLINE)
+            self.assertEqual(r.cause, StopCause.LINK_DOWN)
+        finally:
+            third.close()
+        fourth = self.connected_robot("resume", resume_token=w1.resume_token)
+        self.assertTrue(fourth.welcome().resumed, "the refused Hello must not have cost the brain")
+        fourth.close()
 
     def test_fresh_gets_a_new_brain(self):
         first = self.connected_robot("fresh")

@@ -148,15 +148,26 @@ TEST_F(BrainServiceTest, FrameBeforeHelloIsInvalidArgument) {
 
 TEST_F(BrainServiceTest, SecondHelloIsInvalidArgument) {
   RawStream s(stub_.get());
-  ASSERT_TRUE(s.Open(MakeHello("r1")).has_value());
+  const std::optional<Welcome> first = s.Open(MakeHello("r1"));
+  ASSERT_TRUE(first.has_value());
   ASSERT_TRUE(s.Write(testing::HelloRequest(MakeHello("r1"))));
   const grpc::Status status = s.Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("Hello sent twice"));
-  // The robot's brain was kept: a new stream may take the id again once the old one is gone.
+  // The robot's brain was kept: a new stream may take it back with its token once the old one is
+  // gone, and without the token it is refused, not replaced.
   ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  RawStream tokenless(stub_.get());
+  EXPECT_FALSE(tokenless.Open(MakeHello("r1")).has_value());
+  const grpc::Status refused = tokenless.Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("has a kept brain"));
+  brain::v1::Hello resume = MakeHello("r1");
+  resume.set_resume_token(first->resume_token());
   RawStream again(stub_.get());
-  EXPECT_TRUE(again.Open(MakeHello("r1")).has_value());
+  const std::optional<Welcome> back = again.Open(resume);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->resumed());
 }
 
 TEST_F(BrainServiceTest, MalformedProfilesAreInvalidArgument) {
@@ -198,15 +209,18 @@ TEST_F(BrainServiceTest, SecondLiveStreamForOneRobotIsAlreadyExistsAndFirstKeeps
 
 TEST_F(BrainServiceTest, OversizedMessageIsResourceExhausted) {
   RawStream s(stub_.get());
-  ASSERT_TRUE(s.Open(MakeHello("big")).has_value());
+  const std::optional<Welcome> big = s.Open(MakeHello("big"));
+  ASSERT_TRUE(big.has_value());
   std::vector<float> huge(8000, 0.0f);  // 32 KB of floats, over the 16 KiB cap
   s.Write(FrameRequest(1, huge));
   const grpc::Status status = s.Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
   // The server is fine: the robot comes back on a new stream once the old one is detached.
   ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  brain::v1::Hello resume = MakeHello("big");
+  resume.set_resume_token(big->resume_token());
   RawStream again(stub_.get());
-  ASSERT_TRUE(again.Open(MakeHello("big")).has_value()) << again.Finish().error_message();
+  ASSERT_TRUE(again.Open(resume).has_value()) << again.Finish().error_message();
   std::optional<MotorFrame> m = again.Step(FrameRequest(2, kGood));
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->status(), brain::v1::OK);

@@ -65,10 +65,12 @@ TEST(KeepaliveTest, ASilentRobotFreesItsIdWithinTheKeepalive) {
   const absl::Time dropped = absl::Now();
   std::optional<Welcome> back;
   grpc::Status refused;
+  brain::v1::Hello resume = MakeHello("wanderer");
+  resume.set_resume_token(welcome->resume_token());  // the robot, back on another link
   while (absl::Now() - dropped < absl::Seconds(30)) {
     absl::SleepFor(absl::Milliseconds(500));
     RawStream again(direct_stub.get(), absl::Seconds(10));
-    back = again.Open(MakeHello("wanderer"));
+    back = again.Open(resume);
     if (back.has_value()) {
       EXPECT_TRUE(again.Close().ok());
       break;
@@ -79,6 +81,7 @@ TEST(KeepaliveTest, ASilentRobotFreesItsIdWithinTheKeepalive) {
   ASSERT_TRUE(back.has_value()) << "the id is still taken " << absl::FormatDuration(freed_after)
                                 << " after the robot went silent; last refusal: "
                                 << refused.error_code() << " " << refused.error_message();
+  EXPECT_TRUE(back->resumed()) << "the robot gets its brain back with its token";
   // One keepalive period plus its timeout, with slack for the poll above.
   EXPECT_LE(freed_after, absl::Milliseconds(kKeepaliveTimeMs + kKeepaliveTimeoutMs + 5000));
   std::cout << "[ INFO     ] id freed " << absl::FormatDuration(freed_after)

@@ -1,5 +1,6 @@
 #include "server/session_table.h"
 
+#include <set>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -97,32 +98,53 @@ TEST_F(SessionTableTest, ResumeWithTokenGetsTheSameBrain) {
   EXPECT_EQ(table_.live(), 1);
 }
 
-TEST_F(SessionTableTest, NoTokenWrongTokenOrFreshGetANewBrainAndFreeTheOld) {
+TEST_F(SessionTableTest, AKeptBrainIsRefusedWithoutItsTokenAndDiscardedOnlyByFresh) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
-  SessionGrant no_token = Connect(MakeHello("r1"), 2);
-  EXPECT_FALSE(no_token.resumed);
-  EXPECT_NE(no_token.slot, g.slot);
-  EXPECT_THAT(released_, ElementsAre(g.slot));
+  now_ += absl::Seconds(12);
+  for (const std::string& token : {std::string(), std::string("00112233445566778899aabbccddeeff"),
+                                   g.resume_token.substr(0, 31)}) {
+    absl::StatusOr<SessionGrant> refused = table_.Attach(MakeHello("r1", token), 2, now_);
+    ASSERT_FALSE(refused.ok()) << "token '" << token << "'";
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(refused.status().message().find("has a kept brain (detached 12s ago); send the resume_token"),
+              std::string::npos)
+        << refused.status();
+    EXPECT_NE(refused.status().message().find("fresh=true"), std::string::npos);
+  }
+  EXPECT_THAT(released_, IsEmpty()) << "a refused Hello must not cost the kept brain";
+  EXPECT_EQ(table_.kept(), 1);
 
-  table_.Detach("r1", 2, now_);
-  SessionGrant wrong = Connect(MakeHello("r1", "00112233445566778899aabbccddeeff"), 3);
-  EXPECT_FALSE(wrong.resumed);
-  EXPECT_THAT(released_, ElementsAre(g.slot, no_token.slot));
-
-  table_.Detach("r1", 3, now_);
-  SessionGrant fresh = Connect(MakeHello("r1", wrong.resume_token, /*fresh=*/true), 4);
+  SessionGrant fresh = Connect(MakeHello("r1", "", /*fresh=*/true), 3);
   EXPECT_FALSE(fresh.resumed);
-  EXPECT_THAT(released_, ElementsAre(g.slot, no_token.slot, wrong.slot));
+  EXPECT_NE(fresh.resume_token, g.resume_token);
+  EXPECT_THAT(released_, ElementsAre(g.slot));
   EXPECT_EQ(table_.slots_held(), 1);
 }
 
-TEST_F(SessionTableTest, ChangedSensorCountIsNotResumed) {
+TEST_F(SessionTableTest, AChangedProfileIsRefusedEvenWithTheToken) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
-  SessionGrant other = Connect(MakeHello("r1", g.resume_token, false, 0, /*sensors=*/5), 2);
-  EXPECT_FALSE(other.resumed);
-  EXPECT_THAT(released_, ElementsAre(g.slot));
+  absl::StatusOr<SessionGrant> other = table_.Attach(MakeHello("r1", g.resume_token, false, 0, /*sensors=*/5), 2, now_);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(other.status().message().find("has 4 sensors and 2 motors, this Hello's profile 5 and 2"),
+            std::string::npos)
+      << other.status();
+  EXPECT_THAT(released_, IsEmpty());
+  EXPECT_TRUE(Connect(MakeHello("r1", g.resume_token), 3).resumed);
+}
+
+TEST_F(SessionTableTest, ResumeTokensAreLongRandomAndDistinct) {
+  std::set<std::string> tokens;
+  for (int i = 0; i < 64; ++i) {
+    SessionGrant g = Connect(MakeHello("robot-" + std::to_string(i % 4), "", /*fresh=*/true), StreamId(100 + i));
+    table_.Detach("robot-" + std::to_string(i % 4), StreamId(100 + i), now_);
+    EXPECT_EQ(g.resume_token.size(), 32u);
+    EXPECT_EQ(g.resume_token.find_first_not_of("0123456789abcdef"), std::string::npos);
+    tokens.insert(g.resume_token);
+  }
+  EXPECT_EQ(tokens.size(), 64u);
 }
 
 TEST_F(SessionTableTest, IdleBrainExpiresOnceAndIsNotResumedAfter) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -22,6 +23,7 @@
 #include "absl/time/time.h"
 #include "client/brain_client.h"
 #include "client/picarx/brainstem/brainstem.h"
+#include "client/picarx/brainstem/resume_token_file.h"
 #include "client/picarx/brainstem/simulated_body.h"
 #include "client/picarx/hardware/calibration.h"
 #include "client/picarx/hardware/linux_devices.h"
@@ -38,6 +40,10 @@ ABSL_FLAG(double, seconds, 0, "run time; 0 = until SIGINT or SIGTERM");
 ABSL_FLAG(std::string, reward, "on",
           "on: send the car's reward (on the robot a proxy: progress while the way is clear, a "
           "penalty near obstacles; in --dry-run the arena's own); off: send none");
+ABSL_FLAG(std::string, resume_token_file, "",
+          "keep the brain's resume token in this file (0600), so that a restarted brainstem gets its "
+          "brain back; the server refuses a kept brain to a Hello without its token");
+ABSL_FLAG(bool, fresh, false, "discard this robot's kept brain on the server and start a new one");
 ABSL_FLAG(std::string, record, "",
           "record the session for brain-replay to this file name with the start time added "
           "(car.rec -> car-20261123T180501Z.rec), so a restart never overwrites a recording");
@@ -214,6 +220,17 @@ int main(int argc, char** argv) {
   if (robot_id.empty()) robot_id = DefaultRobotId();
   options.profile = MakeProfile(robot_id, float(hz), reward == "on");
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.fresh = absl::GetFlag(FLAGS_fresh);
+  const std::string token_file = absl::GetFlag(FLAGS_resume_token_file);
+  if (!token_file.empty()) {
+    absl::StatusOr<std::optional<std::string>> kept = ReadResumeToken(token_file);
+    if (!kept.ok()) {
+      body->Stop().IgnoreError();
+      Log(absl::StrCat("refusing the resume token file: ", kept.status().message()));
+      return 2;
+    }
+    if (kept->has_value()) options.resume_token = **kept;
+  }
   if (const std::string record = absl::GetFlag(FLAGS_record); !record.empty()) {
     options.record_path = TimestampedPath(record);
     Log(absl::StrCat("recording to ", options.record_path));
@@ -244,6 +261,25 @@ int main(int argc, char** argv) {
     Log(absl::StrCat(s.message(), "; the car stays stopped until the server answers"));
   }
 
+  // Keeps the token file up to date with the latest Welcome (a new brain brings a new token).
+  std::atomic<bool> keeper_stop{false};
+  std::thread keeper;
+  if (!token_file.empty()) {
+    keeper = std::thread([&client, &keeper_stop, token_file] {
+      std::string written;
+      while (!keeper_stop.load()) {
+        if (const auto w = (*client)->welcome(); w.has_value() && w->resume_token() != written) {
+          if (absl::Status s = WriteResumeToken(token_file, w->resume_token()); s.ok()) {
+            written = w->resume_token();
+          } else {
+            Log(std::string(s.message()));
+          }
+        }
+        absl::SleepFor(absl::Milliseconds(200));
+      }
+    });
+  }
+
   BrainstemOptions loop;
   loop.hz = hz;
   loop.deadline = absl::Milliseconds(deadline_ms);
@@ -253,6 +289,8 @@ int main(int argc, char** argv) {
   const int64_t max_ticks = seconds > 0 ? int64_t(seconds * hz + 0.5) : 0;
   const absl::Status result = brainstem.Run(g_stop, max_ticks);
   PrintSummary(brainstem.stats(), absl::Now() - start);
+  keeper_stop.store(true);
+  if (keeper.joinable()) keeper.join();
   (*client)->Close();  // writes out the recording, so its status below is final
   if (const absl::Status rec = (*client)->recording_status(); !rec.ok()) Log(std::string(rec.message()));
   if (!result.ok()) {

@@ -52,7 +52,8 @@ KEEPALIVE_TIMEOUT_MS = 5_000
 
 _CYCLE_METHOD = "/brain.v1.Brain/Cycle"
 _FLOAT32_MAX = 3.4028234663852886e38
-_REFUSED_TOKEN_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND)
+# The server's answer to a Hello whose token does not open its kept brain (proto/brain/v1).
+_REFUSED_TOKEN_CODES = (grpc.StatusCode.FAILED_PRECONDITION,)
 
 
 class StopCause(enum.Enum):
@@ -464,7 +465,8 @@ class Robot:
             hello.fresh = False
         else:
             hello.seed = self._seed
-            hello.fresh = self._fresh
+            # fresh only until the first Welcome: a reconnect never throws a brain away.
+            hello.fresh = self._fresh and self._welcome is None
         return request
 
     def _run(self):
@@ -542,8 +544,9 @@ class Robot:
             self._link_error = _status_text(code, details)
             if (not self._welcomed_on_stream and self._presented_token
                     and code in _REFUSED_TOKEN_CODES):
-                # The kept brain is gone (say, a restart without checkpoints): later Hellos ask
-                # for a new one instead of being refused forever. Cleared by the next Welcome.
+                # The kept brain is not this token's (or the profile changed): later Hellos ask for
+                # a new brain, which the server grants once its kept one has expired; it never
+                # discards a kept brain unless asked with fresh. Cleared by the next Welcome.
                 self._resume_refused = True
             self._call = None
             self._outbox = None
