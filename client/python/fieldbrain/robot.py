@@ -7,7 +7,8 @@ starts a background thread that connects, sends a Hello, waits for the Welcome a
 stream fails, reconnects with exponential backoff (initial_backoff_s doubling up to
 max_backoff_s, +-20 % jitter). Reconnects present the resume token and seed of the last Welcome
 (and never `fresh`), so the server gives the same brain back; if the server refuses the token
-(INVALID_ARGUMENT or NOT_FOUND before a Welcome) the next Hello asks for a new brain instead.
+(FAILED_PRECONDITION before a Welcome) the next Hellos ask for a new brain, which the server grants
+once its kept brain has expired.
 HTTP/2 keepalive (a ping after 10 s without traffic, the link given up when its ack is 5 s late)
 notices a server or network that went silent without closing the connection.
 
