@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libssl-dev
+  libabsl-dev libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev libkissfft-dev
   python3-grpcio python3-grpc-tools python3-protobuf python3-numpy

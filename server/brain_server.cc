@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/cycle_stream.h"
+#include "server/server_credentials.h"
 
 namespace fieldbrain::server {
 namespace {
@@ -56,6 +57,8 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   deps.scheduler = sched;
   deps.metrics = server->metrics_.get();
   deps.limits = MakeLimits(config);
+  deps.max_frame_hz = config.max_frame_hz;
+  deps.frame_burst = config.frame_burst;
   deps.version = std::move(version);
   server->service_ = std::make_unique<BrainService>(std::move(deps));
 
@@ -73,10 +76,17 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
     server->memory_ = *std::move(memory);
   }
 
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(TlsFiles{config.tls_cert, config.tls_key, config.tls_client_ca});
+  if (!credentials.ok()) {
+    if (server->memory_ != nullptr) server->memory_->ReleaseStore();
+    server->scheduler_->Stop();
+    return credentials.status();
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(config.listen, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   if (server->memory_ != nullptr) builder.RegisterService(server->memory_.get());
   // Larger requests end their stream with RESOURCE_EXHAUSTED inside gRPC.

@@ -12,7 +12,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 BrainService::BrainService(ServiceDeps deps) : deps_(std::move(deps)) {}
 
-grpc::ServerBidiReactor<brain::v1::CycleRequest, brain::v1::CycleResponse>* BrainService::Cycle(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BrainService::Cycle(
     grpc::CallbackServerContext* context) {
   // The reactor owns itself: gRPC holds it until OnDone, in-flight frames until answered.
   return new CycleStream(this, next_stream_id_.fetch_add(1, std::memory_order_relaxed));

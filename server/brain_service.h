@@ -26,17 +26,21 @@ struct ServiceDeps {
   BatchScheduler* scheduler = nullptr;
   telemetry::Metrics* metrics = nullptr;  // nullable
   brain::v1::ServerLimits limits;
+  int max_frame_hz = 0;  // per robot; 0 = no limit (server_config.h)
+  int frame_burst = 1;
   std::string version;
 };
 
-class BrainService final : public brain::v1::Brain::CallbackService {
+// Cycle is a raw (bytes) method so that CycleStream parses requests itself (cycle_stream.h).
+class BrainService final
+    : public brain::v1::Brain::WithRawCallbackMethod_Cycle<
+          brain::v1::Brain::WithCallbackMethod_GetServerInfo<brain::v1::Brain::Service>> {
  public:
   explicit BrainService(ServiceDeps deps);
   BrainService(const BrainService&) = delete;
   BrainService& operator=(const BrainService&) = delete;
 
-  grpc::ServerBidiReactor<brain::v1::CycleRequest, brain::v1::CycleResponse>* Cycle(
-      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Cycle(grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const brain::v1::GetServerInfoRequest* request,
                                           brain::v1::ServerInfo* info) override;

@@ -23,19 +23,34 @@ constexpr char kShuttingDown[] = "server is shutting down";
 // never finish their Hello cannot exhaust the daemon's memory.
 int MaxOpenStreams(uint32_t max_robots) { return 2 * static_cast<int>(max_robots) + 16; }
 
-telemetry::RejectReason ReasonOf(brain::v1::FrameStatus status) {
+// The brain_frames_rejected_total reason of a status; nullopt for the two that are not
+// rejections counted there (OK; SUPERSEDED has brain_frames_superseded_total). Exhaustive: a new
+// status must be given its own reason here.
+std::optional<telemetry::RejectReason> ReasonOf(brain::v1::FrameStatus status) {
   switch (status) {
+    case brain::v1::OK: return std::nullopt;
+    case brain::v1::SUPERSEDED: return std::nullopt;
     case brain::v1::WRONG_SENSOR_COUNT: return telemetry::RejectReason::kWrongSensorCount;
     case brain::v1::NON_FINITE: return telemetry::RejectReason::kNonFinite;
     case brain::v1::OUT_OF_RANGE: return telemetry::RejectReason::kOutOfRange;
     case brain::v1::DEADLINE_EXCEEDED: return telemetry::RejectReason::kDeadlineExceeded;
-    default: return telemetry::RejectReason::kShuttingDown;
+    case brain::v1::SHUTTING_DOWN: return telemetry::RejectReason::kShuttingDown;
+    case brain::v1::INTERNAL_ERROR: return telemetry::RejectReason::kEngineError;
+    case brain::v1::RATE_LIMITED: return telemetry::RejectReason::kRateLimited;
+    case brain::v1::FRAME_STATUS_UNSPECIFIED: return telemetry::RejectReason::kUnspecified;
+    case brain::v1::FrameStatus_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case brain::v1::FrameStatus_INT_MAX_SENTINEL_DO_NOT_USE_:
+      return telemetry::RejectReason::kUnspecified;
   }
+  return telemetry::RejectReason::kUnspecified;  // a value outside the enum (none is ever sent)
 }
 
 }  // namespace
 
-CycleStream::CycleStream(BrainService* service, StreamId id) : service_(service), id_(id) {
+CycleStream::CycleStream(BrainService* service, StreamId id)
+    : service_(service),
+      id_(id),
+      rate_limit_(service->deps().max_frame_hz, service->deps().frame_burst) {
   service_->registry().Add(this);
   const int open = service_->registry().size();
   const int max_open = MaxOpenStreams(service_->deps().limits.max_robots());
@@ -62,12 +77,29 @@ CycleStream::CycleStream(BrainService* service, StreamId id) : service_(service)
 
 void CycleStream::OnReadDone(bool ok) {
   Phase phase;
+  // Parsed outside mu_: only the read path touches request_bytes_ and request_.
+  bool parsed = false;
+  if (ok) {
+    ++requests_read_;
+    request_.Clear();
+    parsed = grpc::SerializationTraits<brain::v1::CycleRequest>::Deserialize(&request_bytes_, &request_).ok();
+  }
   {
     absl::MutexLock lock(&mu_);
     if (!ok) {  // the client half-closed, or the stream broke
       read_busy_ = false;
       read_closed_ = true;
       RequestFinishLocked(grpc::Status::OK, false);
+      MaybeFinishLocked();
+      return;
+    }
+    if (!parsed) {
+      read_busy_ = false;
+      RequestFinishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                       absl::StrCat("request ", requests_read_,
+                                                    " of this stream is not a brain.v1.CycleRequest "
+                                                    "(undecodable protobuf)")),
+                          true);
       MaybeFinishLocked();
       return;
     }
@@ -207,9 +239,21 @@ void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {
       return;
     }
   }
+  if (!rate_limit_.TryTake(arrival)) {
+    if (deps.metrics != nullptr) deps.metrics->RecordRejected(telemetry::RejectReason::kRateLimited);
+    absl::MutexLock lock(&mu_);
+    AnswerHereLocked(frame.seq(), brain::v1::RATE_LIMITED,
+                     absl::StrCat("over ", deps.max_frame_hz, " frames/s (burst ", deps.frame_burst,
+                                  "): not run"),
+                     arrival);
+    EndHandlingLocked();
+    return;
+  }
   FrameVerdict verdict = ValidateFrame(frame, sensor_count);
   if (!verdict.ok()) {
-    if (deps.metrics != nullptr) deps.metrics->RecordRejected(ReasonOf(verdict.status));
+    if (deps.metrics != nullptr) {
+      if (const auto reason = ReasonOf(verdict.status); reason.has_value()) deps.metrics->RecordRejected(*reason);
+    }
     absl::MutexLock lock(&mu_);
     AnswerHereLocked(frame.seq(), verdict.status, verdict.detail, arrival);
     EndHandlingLocked();
@@ -259,7 +303,7 @@ void CycleStream::OnWriteDone(bool ok) {
     RequestFinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"), true);
   } else if (count_ > 0) {
     writing_ = true;
-    StartWrite(&ring_[head_]);
+    StartWriteHeadLocked();
   }
   MaybeReadLocked();
   MaybeFinishLocked();
@@ -350,7 +394,16 @@ void CycleStream::MaybeReadLocked() {
   if (read_busy_ || read_closed_ || finish_wanted_ || phase_ == Phase::kCreating) return;
   if (count_ + outstanding_ >= kRing) return;  // room for every answer this read may cause
   read_busy_ = true;
-  StartRead(&request_);
+  StartRead(&request_bytes_);
+}
+
+void CycleStream::StartWriteHeadLocked() {
+  bool own_buffer = false;
+  wire_[head_].Clear();  // its previous write finished before this entry came round again
+  // A CycleResponse always serialises; gRPC would do the same for a typed stream.
+  grpc::SerializationTraits<brain::v1::CycleResponse>::Serialize(ring_[head_], &wire_[head_], &own_buffer)
+      .IgnoreError();
+  StartWrite(&wire_[head_]);
 }
 
 brain::v1::CycleResponse* CycleStream::NextEntryLocked() {
@@ -366,7 +419,7 @@ void CycleStream::PushEntryLocked() {
   ++count_;
   if (!writing_) {
     writing_ = true;
-    StartWrite(&ring_[head_]);
+    StartWriteHeadLocked();
   }
 }
 

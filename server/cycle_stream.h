@@ -34,13 +34,17 @@
 #include "brain/v1/brain.grpc.pb.h"
 #include "server/frame_sink.h"
 #include "server/session_table.h"
+#include "server/token_bucket.h"
 
 namespace fieldbrain::server {
 
 class BrainService;
 
+// The stream is read and written as raw bytes and parsed here, so that a message that is not a
+// CycleRequest ends the stream with INVALID_ARGUMENT, as the proto says (gRPC's own parsing would
+// only report a failed read, indistinguishable from the robot closing its side).
 class CycleStream final
-    : public grpc::ServerBidiReactor<brain::v1::CycleRequest, brain::v1::CycleResponse>,
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public FrameSink {
  public:
   CycleStream(BrainService* service, StreamId id);
@@ -91,6 +95,8 @@ class CycleStream final
   // The next free ring entry; nullptr once Finish was called (nothing may be written after it)
   // or when the ring is full (reads are gated so it is not).
   brain::v1::CycleResponse* NextEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Serialises ring_[head_] and starts writing it.
+  void StartWriteHeadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PushEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AnswerHereLocked(uint64_t seq, brain::v1::FrameStatus status, std::string_view detail,
                         Clock::time_point arrival) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -100,7 +106,11 @@ class CycleStream final
   const absl::Time opened_ = absl::Now();
   // Only the read path touches request_: one read is outstanding at a time, and the next one is
   // armed only after the previous message was handled (read_busy_).
+  grpc::ByteBuffer request_bytes_;
   brain::v1::CycleRequest request_;
+  uint64_t requests_read_ = 0;
+  // The robot's frame-rate limit; the read path only.
+  TokenBucket rate_limit_;
 
   absl::Mutex mu_;
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kHello;
@@ -118,6 +128,7 @@ class CycleStream final
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
   std::array<brain::v1::CycleResponse, kRing> ring_ ABSL_GUARDED_BY(mu_);
+  std::array<grpc::ByteBuffer, kRing> wire_ ABSL_GUARDED_BY(mu_);  // ring_[i] serialised for writing
   int head_ ABSL_GUARDED_BY(mu_) = 0;   // the entry being written when writing_
   int count_ ABSL_GUARDED_BY(mu_) = 0;  // entries queued, including the one being written
 

@@ -77,6 +77,8 @@ absl::Status ValidateConfig(const ServerConfig& c) {
   if (absl::Status s = CheckRange("hello_timeout_s", c.hello_timeout_s, 1, kMaxHelloTimeoutS); !s.ok()) {
     return s;
   }
+  if (absl::Status s = CheckRange("max_frame_hz", c.max_frame_hz, 0, kMaxFrameHz); !s.ok()) return s;
+  if (absl::Status s = CheckRange("frame_burst", c.frame_burst, 1, kMaxFrameHz); !s.ok()) return s;
   if (absl::Status s = CheckRange("shutdown_deadline_s", c.shutdown_deadline_s, 0,
                                   kMaxShutdownDeadlineS);
       !s.ok()) {

@@ -25,8 +25,14 @@ struct ServerConfig {
   int max_message_bytes = 16 * 1024;
   int idle_keep_s = 60;
   int hello_timeout_s = 10;         // a stream must say Hello within this, or it is ended
+  // Per-robot frame-rate limit (token bucket): max_frame_hz on average after a burst of
+  // frame_burst; frames beyond it are answered RATE_LIMITED. 0 = no limit.
+  int max_frame_hz = 1000;
+  int frame_burst = 200;
   int shutdown_deadline_s = 5;
   std::string metrics_listen;       // empty = no metrics endpoint
+  // TLS (server_credentials.h): cert and key PEM files, and a client CA for mutual TLS.
+  std::string tls_cert, tls_key, tls_client_ca;
   int threads = 0;                  // CPU engine threads; 0 = all cores
   // The Memory service (proto/brain/v1/memory.proto): the bytes its spaces may take in all
   // (0 = no Memory service), and the most vectors one request may name or make.
@@ -48,6 +54,7 @@ inline constexpr int kMinMessageBytes = 1024;
 inline constexpr int kMaxMessageBytesLimit = 4 * 1024 * 1024;
 inline constexpr int kMaxIdleKeepS = 7 * 24 * 3600;
 inline constexpr int kMaxHelloTimeoutS = 3600;
+inline constexpr int kMaxFrameHz = 100000;
 inline constexpr int kMaxShutdownDeadlineS = 600;
 inline constexpr int kMaxThreads = 1024;
 inline constexpr int64_t kMinMemoryArenaBytes = int64_t(1) << 20;   // or 0: no Memory service

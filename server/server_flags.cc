@@ -30,8 +30,16 @@ ABSL_FLAG(int, idle_keep_s, 60,
 ABSL_FLAG(int, hello_timeout_s, 10,
           "seconds a new stream may take to send its Hello before it is ended with "
           "DEADLINE_EXCEEDED (1-3600)");
+ABSL_FLAG(int, max_frame_hz, 1000,
+          "per-robot frame-rate limit: frames per second on average (0 = no limit, up to 100000); "
+          "frames beyond it are answered RATE_LIMITED and not run");
+ABSL_FLAG(int, frame_burst, 200, "frames a robot may send at once before --max_frame_hz applies (1-100000)");
 ABSL_FLAG(int, shutdown_deadline_s, 5,
           "seconds SIGTERM/SIGINT waits for streams to finish before cancelling them (0-600)");
+ABSL_FLAG(std::string, tls_cert, "", "TLS: the server's PEM certificate chain (with --tls_key); empty = plaintext");
+ABSL_FLAG(std::string, tls_key, "", "TLS: the server's PEM private key");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "mutual TLS: a PEM CA bundle; every client must present a certificate it signed");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address, host:port; empty = no metrics endpoint");
 ABSL_FLAG(int, threads, 0, "CPU engine worker threads; 0 = all cores");
@@ -56,8 +64,13 @@ ServerConfig ConfigFromFlags() {
   c.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   c.idle_keep_s = absl::GetFlag(FLAGS_idle_keep_s);
   c.hello_timeout_s = absl::GetFlag(FLAGS_hello_timeout_s);
+  c.max_frame_hz = absl::GetFlag(FLAGS_max_frame_hz);
+  c.frame_burst = absl::GetFlag(FLAGS_frame_burst);
   c.shutdown_deadline_s = absl::GetFlag(FLAGS_shutdown_deadline_s);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  c.tls_key = absl::GetFlag(FLAGS_tls_key);
+  c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
   c.threads = absl::GetFlag(FLAGS_threads);
   c.memory_arena_bytes = absl::GetFlag(FLAGS_memory_arena_bytes);
   c.memory_max_request_vectors = absl::GetFlag(FLAGS_memory_max_request_vectors);

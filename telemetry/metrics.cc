@@ -33,6 +33,8 @@ const char* RejectReasonName(RejectReason reason) {
     case RejectReason::kDeadlineExceeded: return "deadline_exceeded";
     case RejectReason::kShuttingDown: return "shutting_down";
     case RejectReason::kEngineError: return "engine_error";
+    case RejectReason::kRateLimited: return "rate_limited";
+    case RejectReason::kUnspecified: return "unspecified";
     case RejectReason::kCount: break;
   }
   return "unknown";

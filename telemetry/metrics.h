@@ -28,6 +28,8 @@ enum class RejectReason {
   kDeadlineExceeded,
   kShuttingDown,
   kEngineError,
+  kRateLimited,
+  kUnspecified,  // a status no server sends; counted rather than mislabelled
   kCount
 };
 

@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/time/time.h"
+#include "client/client_tls_flags.h"
 #include "client/session_recording.h"
 #include "client/tools/session_replay.h"
 #include "common/program_usage.h"
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
                               "replays a recorded robot session against a brain server and reports "
                               "whether every answer is identical, or the first difference.\n"
                               "  brain-replay --target=127.0.0.1:50051 --recording=robot.rec",
-                              {"brain_replay_main.cc"});
+                              {"brain_replay_main.cc", fieldbrain::client::kClientTlsFlagsFile});
   absl::ParseCommandLine(argc, argv);
   const std::string path = absl::GetFlag(FLAGS_recording);
   const double timeout_s = absl::GetFlag(FLAGS_timeout_s);
@@ -45,6 +46,12 @@ int main(int argc, char** argv) {
   }
   fieldbrain::sim::ReplayOptions options;
   options.target = absl::GetFlag(FLAGS_target);
+  const auto credentials = fieldbrain::client::ChannelCredentialsFromFlags();
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "brain-replay: %s\n", std::string(credentials.status().message()).c_str());
+    return 2;
+  }
+  options.credentials = *credentials;
   options.robot_id = absl::GetFlag(FLAGS_robot_id);
   options.timeout = absl::Seconds(timeout_s);
   const auto report = fieldbrain::sim::ReplaySession(*plan, options);
@@ -59,6 +66,10 @@ int main(int argc, char** argv) {
   std::printf("replayed      %lld frames to %s, %lld held to a recorded answer\n",
               static_cast<long long>(report->frames_sent), options.target.c_str(),
               static_cast<long long>(report->frames_compared));
+  if (report->rate_limited > 0) {
+    std::printf("note          %lld frames were answered RATE_LIMITED by the server and sent again\n",
+                static_cast<long long>(report->rate_limited));
+  }
   if (report->first_difference.empty()) {
     std::printf("result        identical: every answer matches the recording bit for bit\n");
     return 0;

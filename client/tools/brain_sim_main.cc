@@ -23,6 +23,7 @@
 #include "client/brain_client.h"
 #include "client/picarx/picarx_adapter.h"
 #include "client/tools/sim_robot.h"
+#include "client/client_tls_flags.h"
 #include "common/program_usage.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "brain server address");
@@ -185,7 +186,7 @@ int main(int argc, char** argv) {
                               "drives a fieldbrain server with simulated PiCar-X robots, or runs a "
                               "baseline policy in the same worlds.\n"
                               "  brain-sim --target=127.0.0.1:50051 --robots=4 --seconds=30",
-                              {"brain_sim_main.cc"});
+                              {"brain_sim_main.cc", fieldbrain::client::kClientTlsFlagsFile});
   absl::ParseCommandLine(argc, argv);
   const std::string target = absl::GetFlag(FLAGS_target);
   const int robots = absl::GetFlag(FLAGS_robots);
@@ -211,6 +212,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool brain = *policy == Policy::kBrain;
+  const auto credentials = fieldbrain::client::ChannelCredentialsFromFlags();
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "brain-sim: %s\n", std::string(credentials.status().message()).c_str());
+    return 2;
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
@@ -220,6 +226,7 @@ int main(int argc, char** argv) {
     if (brain) {
       fieldbrain::client::ClientOptions options;
       options.target = target;
+      options.credentials = *credentials;
       options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
                                                         static_cast<float>(hz), reward_flag == "on");
       options.seed = seed + i;
@@ -240,6 +247,7 @@ int main(int argc, char** argv) {
     options.policy = *policy;
     options.send_reward = reward_flag == "on";
     options.obstacle_reflex = reflex_flag == "on";
+    options.resend_rate_limited = ticks > 0;
     options.hz = hz;
     // In lockstep a tick waits for its answer however long the server takes (bounded, not 0).
     options.deadline = ticks > 0 ? absl::Seconds(30) : absl::Milliseconds(deadline_ms);

@@ -39,6 +39,7 @@ Fate FateOf(FrameStatus status) {
     case brain::v1::SUPERSEDED:
     case brain::v1::SHUTTING_DOWN:
     case brain::v1::INTERNAL_ERROR:
+    case brain::v1::RATE_LIMITED:
     case brain::v1::FrameStatus_INT_MIN_SENTINEL_DO_NOT_USE_:
     case brain::v1::FrameStatus_INT_MAX_SENTINEL_DO_NOT_USE_:
       return Fate::kNotRun;
@@ -220,10 +221,16 @@ absl::StatusOr<ReplayReport> ReplaySession(const ReplayPlan& plan, const ReplayO
       request.Clear();
       *request.mutable_sensors() = frame.sensors;
       request.mutable_sensors()->set_deadline_us(0);  // lockstep: a slow server is not a difference
-      if (!stream->Write(request) || !stream->Read(&response) || !response.has_motors()) {
-        const grpc::Status s = stream->Finish();
-        return absl::UnavailableError(absl::StrCat("replay stream ended after ", report.frames_sent,
-                                                   " frames: ", s.error_message()));
+      for (;;) {
+        if (!stream->Write(request) || !stream->Read(&response) || !response.has_motors()) {
+          const grpc::Status s = stream->Finish();
+          return absl::UnavailableError(absl::StrCat("replay stream ended after ", report.frames_sent,
+                                                     " frames: ", s.error_message()));
+        }
+        // Faster than the server's rate limit: the brain did not run it, so send it again.
+        if (response.motors().status() != brain::v1::RATE_LIMITED) break;
+        ++report.rate_limited;
+        absl::SleepFor(absl::Milliseconds(5));
       }
       ++report.frames_sent;
       if (frame.recorded.has_value()) {

@@ -4,7 +4,9 @@
 // deterministic, so the first difference is a real one (another engine, another build, a bug).
 //
 // Only frames the original brain ran are sent: a frame whose recorded answer is DEADLINE_EXCEEDED,
-// SUPERSEDED, SHUTTING_DOWN or INTERNAL_ERROR did not reach the brain and is skipped. A frame
+// SUPERSEDED, SHUTTING_DOWN, INTERNAL_ERROR or RATE_LIMITED did not reach the brain and is
+// skipped. A replayed frame answered RATE_LIMITED (the replay outran the server's limit) is sent
+// again after a pause. A frame
 // without a recorded answer (the link dropped) is decided by the cycle counts around it: the next
 // OK answer's cycle says how many of the unanswered frames the brain ran; when that is neither
 // all nor none of them the replay is refused as ambiguous. Frames the server rejected as invalid
@@ -61,6 +63,7 @@ struct ReplayOptions {
 struct ReplayReport {
   int64_t frames_sent = 0;
   int64_t frames_compared = 0;  // sent and held to a recorded answer
+  int64_t rate_limited = 0;     // answered RATE_LIMITED (not run) and sent again
   std::vector<std::string> notes;  // e.g. the server's engine or field differs from the recording's
   // Empty when every answer was identical; else where the first difference is.
   std::string first_difference;

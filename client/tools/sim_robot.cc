@@ -60,6 +60,11 @@ void SimRobot::Tick() {
     case Policy::kBrain: {
       const picarx::Sensors sensors = picarx::NormalizeSensors(reading);
       r = client_->Step(sensors.values, options_.send_reward ? reward_ : std::nullopt, options_.deadline);
+      while (options_.resend_rate_limited && r.cause == client::StopCause::kServer &&
+             r.status == brain::v1::RATE_LIMITED) {
+        absl::SleepFor(absl::Milliseconds(2));
+        r = client_->Step(sensors.values, options_.send_reward ? reward_ : std::nullopt, options_.deadline);
+      }
       break;
     }
     case Policy::kRandomHeld:

@@ -63,6 +63,9 @@ struct SimRobotOptions {
   // false: no 2 cm obstacle reflex, so a car pushing into a wall keeps paying for it (issue 9's room)
   bool obstacle_reflex = true;
   double hz = 50;
+  // Lockstep: a frame the server answered RATE_LIMITED (not run) is sent again, so every tick is
+  // the brain's answer whatever the machine's speed.
+  bool resend_rate_limited = false;
   absl::Duration deadline = absl::Milliseconds(20);
 };
 

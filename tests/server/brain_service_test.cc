@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/sync_stream.h>
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -224,6 +225,112 @@ TEST_F(BrainServiceTest, OversizedMessageIsResourceExhausted) {
   std::optional<MotorFrame> m = again.Step(FrameRequest(2, kGood));
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->status(), brain::v1::OK);
+}
+
+TEST_F(BrainServiceTest, FramesBeyondTheRateLimitAreRateLimitedAndNotRun) {
+  server_.reset();
+  ServerConfig config = TestServerConfig();
+  config.max_frame_hz = 20;
+  config.frame_burst = 5;
+  StartServer(config);
+  RawStream fast(stub_.get());
+  ASSERT_TRUE(fast.Open(MakeHello("fast")).has_value());
+  RawStream calm(stub_.get());
+  ASSERT_TRUE(calm.Open(MakeHello("calm")).has_value());
+  int ok = 0, limited = 0;
+  uint64_t last_cycle = 0;
+  for (int i = 1; i <= 30; ++i) {  // lockstep, far faster than 20 Hz
+    std::optional<MotorFrame> m = fast.Step(FrameRequest(uint64_t(i), kGood));
+    ASSERT_TRUE(m.has_value());
+    if (m->status() == brain::v1::OK) {
+      ++ok;
+      last_cycle = m->cycle();
+    } else {
+      ASSERT_EQ(m->status(), brain::v1::RATE_LIMITED);
+      EXPECT_THAT(m->detail(), HasSubstr("over 20 frames/s (burst 5)"));
+      for (float v : m->values()) EXPECT_EQ(v, 0.0f);
+      ++limited;
+    }
+  }
+  // The burst, plus what 20 Hz refills while 30 frames go by (milliseconds each here): some of
+  // them must have been refused.
+  EXPECT_GE(ok, 5);
+  EXPECT_LT(ok, 30);
+  EXPECT_EQ(limited, 30 - ok);
+  EXPECT_EQ(last_cycle, uint64_t(ok)) << "a limited frame is not run";
+  // Another robot is not touched by the first one's limit.
+  std::optional<MotorFrame> c = calm.Step(FrameRequest(1, kGood));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status(), brain::v1::OK);
+  // After a pause the bucket has refilled.
+  absl::SleepFor(absl::Milliseconds(300));
+  std::optional<MotorFrame> later = fast.Step(FrameRequest(31, kGood));
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(later->status(), brain::v1::OK);
+  const std::string metrics = server_->metrics().Scrape();
+  EXPECT_THAT(metrics, HasSubstr("brain_frames_rejected_total{reason=\"rate_limited\"} " + std::to_string(limited)));
+}
+
+// The Cycle method as bytes, to send what no generated client can: messages that do not parse.
+class BytesStream {
+ public:
+  explicit BytesStream(grpc::Channel* channel)
+      : stream_(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+            channel, grpc::internal::RpcMethod("/brain.v1.Brain/Cycle", grpc::internal::RpcMethod::BIDI_STREAMING),
+            &context_)) {
+    context_.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  }
+  bool Write(const std::string& bytes) {
+    grpc::Slice slice(bytes.data(), bytes.size());
+    grpc::ByteBuffer buffer(&slice, 1);
+    return stream_->Write(buffer);
+  }
+  bool WriteMessage(const google::protobuf::Message& m) { return Write(m.SerializeAsString()); }
+  std::optional<brain::v1::CycleResponse> Read() {
+    grpc::ByteBuffer buffer;
+    if (!stream_->Read(&buffer)) return std::nullopt;
+    brain::v1::CycleResponse r;
+    if (!grpc::SerializationTraits<brain::v1::CycleResponse>::Deserialize(&buffer, &r).ok()) return std::nullopt;
+    return r;
+  }
+  grpc::Status Finish() {
+    stream_->WritesDone();
+    grpc::ByteBuffer rest;
+    while (stream_->Read(&rest)) {
+    }
+    return stream_->Finish();
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream_;
+};
+
+const std::string kNotProtobuf("\xff\xff\xff\xff\x0f", 5);  // wire type 7 does not exist
+
+TEST_F(BrainServiceTest, AnUndecodableMessageIsInvalidArgumentFirstOrLater) {
+  {
+    BytesStream first(channel_.get());
+    ASSERT_TRUE(first.Write(kNotProtobuf));
+    const grpc::Status status = first.Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr("request 1 of this stream is not a brain.v1.CycleRequest"));
+  }
+  BytesStream later(channel_.get());
+  ASSERT_TRUE(later.WriteMessage(testing::HelloRequest(MakeHello("garbled"))));
+  const std::optional<brain::v1::CycleResponse> welcome = later.Read();
+  ASSERT_TRUE(welcome.has_value() && welcome->has_welcome());
+  ASSERT_TRUE(later.WriteMessage(FrameRequest(1, kGood)));
+  const std::optional<brain::v1::CycleResponse> answer = later.Read();
+  ASSERT_TRUE(answer.has_value() && answer->has_motors());
+  EXPECT_EQ(answer->motors().status(), brain::v1::OK);
+  ASSERT_TRUE(later.Write(kNotProtobuf));
+  const grpc::Status status = later.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("request 3 of this stream"));
+  // The robot's brain is kept for a resume, as after any stream error.
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  EXPECT_EQ(server_->sessions().kept(), 1);
 }
 
 TEST_F(BrainServiceTest, FloodOfBadFramesDoesNotStarveAnotherRobot) {
