@@ -248,7 +248,7 @@ void BrainClient::Impl::Run() {
       hello = MakeHello();
     }
     if (recorder_ != nullptr) recorder_->RecordHello(hello.hello());
-    stream->Start(stub_.get(), std::move(hello));
+    stream->Start(stub_.get(), std::move(hello), options_.bearer_token);
     bool was_welcomed = false;
     {
       absl::MutexLock lock(&mu_);

@@ -59,6 +59,8 @@ struct ClientOptions {
   bool fresh = false;            // first Hello only: start a new brain even if one is kept
   std::string resume_token;      // first Hello only: a token kept from an earlier run's Welcome
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // nullptr = insecure
+  // Sent as "authorization: Bearer <token>" on every stream, for a server with a tokens file.
+  std::string bearer_token;
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(2);
   // Non-empty: record the session to this file (client/session_recording.h; the format is

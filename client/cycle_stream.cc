@@ -4,7 +4,9 @@
 
 namespace fieldbrain::client {
 
-void CycleStream::Start(brain::v1::Brain::Stub* stub, brain::v1::CycleRequest hello) {
+void CycleStream::Start(brain::v1::Brain::Stub* stub, brain::v1::CycleRequest hello,
+                        const std::string& bearer_token) {
+  if (!bearer_token.empty()) context_.AddMetadata("authorization", "Bearer " + bearer_token);
   stub->async()->Cycle(&context_, this);
   {
     absl::MutexLock lock(&mu_);

@@ -37,7 +37,8 @@ class CycleStream final
   explicit CycleStream(Sink* sink) : sink_(sink) {}
 
   // Opens the stream and writes `hello` first. Call once.
-  void Start(brain::v1::Brain::Stub* stub, brain::v1::CycleRequest hello);
+  // `bearer_token`, if not empty, goes out as the call's "authorization: Bearer" metadata.
+  void Start(brain::v1::Brain::Stub* stub, brain::v1::CycleRequest hello, const std::string& bearer_token);
 
   // Queues `request` for writing; false once the stream is over (nothing was queued).
   bool Send(brain::v1::CycleRequest request);

@@ -52,6 +52,13 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
       facts.max_robots, absl::Seconds(config.idle_keep_s),
       [sched](int slot) { sched->ReleaseBrain(slot); }, server->metrics_.get());
 
+  if (!config.tokens_file.empty()) {
+    if (absl::Status s = server->access_.Load(config.tokens_file); !s.ok()) {
+      server->scheduler_->Stop();
+      return s;
+    }
+  }
+
   ServiceDeps deps;
   deps.sessions = server->sessions_.get();
   deps.scheduler = sched;
@@ -59,6 +66,7 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   deps.limits = MakeLimits(config);
   deps.max_frame_hz = config.max_frame_hz;
   deps.frame_burst = config.frame_burst;
+  deps.access = &server->access_;
   deps.version = std::move(version);
   server->service_ = std::make_unique<BrainService>(std::move(deps));
 
@@ -67,6 +75,7 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
     memory_options.arena_bytes = config.memory_arena_bytes;
     memory_options.max_request_vectors = config.memory_max_request_vectors;
     memory_options.engine_kind = facts.kind;
+    memory_options.access = &server->access_;
     absl::StatusOr<std::unique_ptr<memory::MemoryService>> memory =
         memory::MemoryService::Start(*sched, memory_options, server->metrics_.get());
     if (!memory.ok()) {
@@ -128,6 +137,11 @@ BrainServer::BrainServer(const ServerConfig& config) : config_(config) {}
 BrainServer::~BrainServer() { Shutdown(); }
 
 int BrainServer::open_streams() const { return service_->registry().size(); }
+
+absl::Status BrainServer::ReloadTokens() {
+  if (config_.tokens_file.empty()) return absl::FailedPreconditionError("no --tokens_file to reload");
+  return access_.Load(config_.tokens_file);
+}
 
 int BrainServer::metrics_port() const { return exposer_ != nullptr ? exposer_->port() : 0; }
 

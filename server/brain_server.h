@@ -56,6 +56,9 @@ class BrainServer {
   BatchScheduler& scheduler() { return *scheduler_; }
   memory::MemoryService* memory_service() { return memory_.get(); }  // null when disabled
   int open_streams() const;                          // Cycle streams not yet ended
+  // Re-reads --tokens_file (on SIGHUP). Live streams keep running; a file that does not parse is
+  // refused and the tokens in use stay. No effect without --tokens_file.
+  absl::Status ReloadTokens();
 
  private:
   explicit BrainServer(const ServerConfig& config);
@@ -65,6 +68,7 @@ class BrainServer {
 
   const ServerConfig config_;
   std::unique_ptr<telemetry::Metrics> metrics_;
+  AccessControl access_;  // before the services that read it
   std::unique_ptr<BatchScheduler> scheduler_;
   std::unique_ptr<SessionTable> sessions_;
   std::unique_ptr<BrainService> service_;

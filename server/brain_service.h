@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "brain/v1/brain.grpc.pb.h"
+#include "server/access_control.h"
 #include "server/batch_scheduler.h"
 #include "server/session_table.h"
 #include "server/stream_registry.h"
@@ -28,6 +29,7 @@ struct ServiceDeps {
   brain::v1::ServerLimits limits;
   int max_frame_hz = 0;  // per robot; 0 = no limit (server_config.h)
   int frame_burst = 1;
+  const AccessControl* access = nullptr;  // who may drive which robot; not owned
   std::string version;
 };
 

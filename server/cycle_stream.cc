@@ -47,9 +47,10 @@ std::optional<telemetry::RejectReason> ReasonOf(brain::v1::FrameStatus status) {
 
 }  // namespace
 
-CycleStream::CycleStream(BrainService* service, StreamId id)
+CycleStream::CycleStream(BrainService* service, StreamId id, std::string authorization)
     : service_(service),
       id_(id),
+      authorization_(std::move(authorization)),
       rate_limit_(service->deps().max_frame_hz, service->deps().frame_burst) {
   service_->registry().Add(this);
   const int open = service_->registry().size();
@@ -149,6 +150,14 @@ void CycleStream::HandleHello() {
   if (absl::Status s = ValidateProfile(hello.profile(), deps.limits); !s.ok()) {
     fail(ToGrpcStatus(s));
     return;
+  }
+  // Before the session table: a caller that may not drive this id learns nothing of its brain,
+  // and `fresh` discards a kept brain only for one that may.
+  if (deps.access != nullptr) {
+    if (absl::Status s = deps.access->CheckRobot(authorization_, hello.profile().robot_id()); !s.ok()) {
+      fail(ToGrpcStatus(s));
+      return;
+    }
   }
   if (service_->shutting_down()) {
     fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown));

@@ -47,7 +47,8 @@ class CycleStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public FrameSink {
  public:
-  CycleStream(BrainService* service, StreamId id);
+  // `authorization`: the call's "authorization" metadata, checked at the Hello (access_control.h).
+  CycleStream(BrainService* service, StreamId id, std::string authorization);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -103,6 +104,7 @@ class CycleStream final
 
   BrainService* const service_;
   const StreamId id_;
+  const std::string authorization_;
   const absl::Time opened_ = absl::Now();
   // Only the read path touches request_: one read is outstanding at a time, and the next one is
   // armed only after the previous message was handled (read_busy_).

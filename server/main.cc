@@ -1,6 +1,7 @@
 // brain-server: the fieldbrain daemon. Flags in server_flags.cc (`brain-server --help`).
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  BlockTerminationSignals();  // before any thread starts, so every thread inherits the mask
+  BlockControlSignals();  // before any thread starts, so every thread inherits the mask
   absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(config, FIELDBRAIN_VERSION);
   if (!server.ok()) {
     std::fprintf(stderr, "brain-server: %s\n", server.status().ToString().c_str());
@@ -68,7 +69,14 @@ int main(int argc, char** argv) {
                              config.metrics_listen.substr(0, config.metrics_listen.rfind(':')),
                              ":", (*server)->metrics_port(), "/metrics"));
 
-  const int sig = WaitForTerminationSignal();
+  int sig = WaitForControlSignal();
+  for (; sig == SIGHUP; sig = WaitForControlSignal()) {
+    if (absl::Status s = (*server)->ReloadTokens(); s.ok()) {
+      LogInfo("SIGHUP: tokens file ", config.tokens_file, " reloaded");
+    } else {
+      LogError("SIGHUP: ", s.message(), "; the tokens in use stay");
+    }
+  }
   LogInfo("signal ", sig, ": shutting down (deadline ", config.shutdown_deadline_s, " s)");
   (*server)->Shutdown();
   LogInfo("stopped after ", (*server)->scheduler().cycles_total(), " cycles");

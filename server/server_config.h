@@ -33,6 +33,8 @@ struct ServerConfig {
   std::string metrics_listen;       // empty = no metrics endpoint
   // TLS (server_credentials.h): cert and key PEM files, and a client CA for mutual TLS.
   std::string tls_cert, tls_key, tls_client_ca;
+  // Bearer tokens (access_control.h); empty = open server. Re-read on SIGHUP.
+  std::string tokens_file;
   int threads = 0;                  // CPU engine threads; 0 = all cores
   // The Memory service (proto/brain/v1/memory.proto): the bytes its spaces may take in all
   // (0 = no Memory service), and the most vectors one request may name or make.

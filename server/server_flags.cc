@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, tls_cert, "", "TLS: the server's PEM certificate chain (w
 ABSL_FLAG(std::string, tls_key, "", "TLS: the server's PEM private key");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "mutual TLS: a PEM CA bundle; every client must present a certificate it signed");
+ABSL_FLAG(std::string, tokens_file, "",
+          "bearer tokens and the robot ids / Memory spaces each may use (docs/security.md); empty = "
+          "anyone who reaches the port; re-read on SIGHUP");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address, host:port; empty = no metrics endpoint");
 ABSL_FLAG(int, threads, 0, "CPU engine worker threads; 0 = all cores");
@@ -71,6 +74,7 @@ ServerConfig ConfigFromFlags() {
   c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   c.tls_key = absl::GetFlag(FLAGS_tls_key);
   c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  c.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   c.threads = absl::GetFlag(FLAGS_threads);
   c.memory_arena_bytes = absl::GetFlag(FLAGS_memory_arena_bytes);
   c.memory_max_request_vectors = absl::GetFlag(FLAGS_memory_max_request_vectors);

@@ -6,23 +6,24 @@
 namespace fieldbrain::server {
 namespace {
 
-sigset_t TerminationSet() {
+sigset_t ControlSet() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
 }  // namespace
 
-void BlockTerminationSignals() {
-  const sigset_t set = TerminationSet();
+void BlockControlSignals() {
+  const sigset_t set = ControlSet();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-int WaitForTerminationSignal() {
-  const sigset_t set = TerminationSet();
+int WaitForControlSignal() {
+  const sigset_t set = ControlSet();
   int sig = 0;
   while (sigwait(&set, &sig) != 0) {
   }

@@ -1,12 +1,13 @@
-// SIGTERM/SIGINT without work in a signal handler: the signals are blocked in every thread (call
-// BlockTerminationSignals before starting any) and one thread collects them with sigwait.
+// SIGTERM/SIGINT (stop) and SIGHUP (reload the tokens file) without work in a signal handler: the
+// signals are blocked in every thread (call BlockControlSignals before starting any) and the main
+// thread collects them with sigwait.
 #pragma once
 
 namespace fieldbrain::server {
 
-// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts afterwards.
-void BlockTerminationSignals();
-// Waits until SIGTERM or SIGINT arrives; returns its number.
-int WaitForTerminationSignal();
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and every thread it starts afterwards.
+void BlockControlSignals();
+// Waits until SIGTERM, SIGINT or SIGHUP arrives; returns its number.
+int WaitForControlSignal();
 
 }  // namespace fieldbrain::server

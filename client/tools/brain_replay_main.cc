@@ -9,7 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/time/time.h"
-#include "client/client_tls_flags.h"
+#include "client/client_security_flags.h"
 #include "client/session_recording.h"
 #include "client/tools/session_replay.h"
 #include "common/program_usage.h"
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
                               "replays a recorded robot session against a brain server and reports "
                               "whether every answer is identical, or the first difference.\n"
                               "  brain-replay --target=127.0.0.1:50051 --recording=robot.rec",
-                              {"brain_replay_main.cc", fieldbrain::client::kClientTlsFlagsFile});
+                              {"brain_replay_main.cc", fieldbrain::client::kClientSecurityFlagsFile});
   absl::ParseCommandLine(argc, argv);
   const std::string path = absl::GetFlag(FLAGS_recording);
   const double timeout_s = absl::GetFlag(FLAGS_timeout_s);
@@ -47,11 +47,14 @@ int main(int argc, char** argv) {
   fieldbrain::sim::ReplayOptions options;
   options.target = absl::GetFlag(FLAGS_target);
   const auto credentials = fieldbrain::client::ChannelCredentialsFromFlags();
-  if (!credentials.ok()) {
-    std::fprintf(stderr, "brain-replay: %s\n", std::string(credentials.status().message()).c_str());
+  const auto token = fieldbrain::client::BearerTokenFromFlags();
+  if (!credentials.ok() || !token.ok()) {
+    std::fprintf(stderr, "brain-replay: %s\n",
+                 std::string((credentials.ok() ? token.status() : credentials.status()).message()).c_str());
     return 2;
   }
   options.credentials = *credentials;
+  options.bearer_token = *token;
   options.robot_id = absl::GetFlag(FLAGS_robot_id);
   options.timeout = absl::Seconds(timeout_s);
   const auto report = fieldbrain::sim::ReplaySession(*plan, options);

@@ -23,7 +23,7 @@
 #include "client/brain_client.h"
 #include "client/picarx/picarx_adapter.h"
 #include "client/tools/sim_robot.h"
-#include "client/client_tls_flags.h"
+#include "client/client_security_flags.h"
 #include "common/program_usage.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "brain server address");
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
                               "drives a fieldbrain server with simulated PiCar-X robots, or runs a "
                               "baseline policy in the same worlds.\n"
                               "  brain-sim --target=127.0.0.1:50051 --robots=4 --seconds=30",
-                              {"brain_sim_main.cc", fieldbrain::client::kClientTlsFlagsFile});
+                              {"brain_sim_main.cc", fieldbrain::client::kClientSecurityFlagsFile});
   absl::ParseCommandLine(argc, argv);
   const std::string target = absl::GetFlag(FLAGS_target);
   const int robots = absl::GetFlag(FLAGS_robots);
@@ -213,8 +213,10 @@ int main(int argc, char** argv) {
   }
   const bool brain = *policy == Policy::kBrain;
   const auto credentials = fieldbrain::client::ChannelCredentialsFromFlags();
-  if (!credentials.ok()) {
-    std::fprintf(stderr, "brain-sim: %s\n", std::string(credentials.status().message()).c_str());
+  const auto token = fieldbrain::client::BearerTokenFromFlags();
+  if (!credentials.ok() || !token.ok()) {
+    std::fprintf(stderr, "brain-sim: %s\n",
+                 std::string((credentials.ok() ? token.status() : credentials.status()).message()).c_str());
     return 2;
   }
   std::signal(SIGINT, OnSignal);
@@ -227,6 +229,7 @@ int main(int argc, char** argv) {
       fieldbrain::client::ClientOptions options;
       options.target = target;
       options.credentials = *credentials;
+      options.bearer_token = *token;
       options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
                                                         static_cast<float>(hz), reward_flag == "on");
       options.seed = seed + i;

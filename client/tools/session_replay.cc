@@ -195,6 +195,7 @@ absl::StatusOr<ReplayReport> ReplaySession(const ReplayPlan& plan, const ReplayO
   for (const ReplayBrain& brain : plan.brains) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(end));
+    if (!options.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options.bearer_token);
     auto stream = stub->Cycle(&context);
     brain::v1::CycleRequest request;
     brain::v1::Hello* hello = request.mutable_hello();

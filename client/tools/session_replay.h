@@ -56,6 +56,7 @@ absl::StatusOr<ReplayPlan> PlanReplay(const std::vector<brain::v1::RecordEntry>&
 struct ReplayOptions {
   std::string target;
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // nullptr = insecure
+  std::string bearer_token;  // for a server with a tokens file
   std::string robot_id;  // empty: "replay-" + the recorded robot_id (truncated to 128 bytes)
   absl::Duration timeout = absl::Minutes(10);  // the whole replay
 };

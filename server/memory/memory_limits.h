@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <string>
 
+namespace fieldbrain::server {
+class AccessControl;
+}
+
 namespace fieldbrain::server::memory {
 
 inline constexpr int kMaxSpaceNameBytes = 64;
@@ -31,6 +35,8 @@ struct MemoryOptions {
   int64_t arena_bytes = int64_t(256) << 20;
   int max_request_vectors = 256;
   std::string engine_kind = "cpu";  // the engine's kind: the backend the spaces follow
+  // Who may use which space (server/access_control.h); null = everyone. Not owned.
+  const AccessControl* access = nullptr;
 };
 
 // The dimension the request limits are stated for: a vector of dimension D > this costs D / this

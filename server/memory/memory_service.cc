@@ -1,6 +1,8 @@
 #include "server/memory/memory_service.h"
 
 #include <chrono>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "absl/synchronization/notification.h"
@@ -45,7 +47,7 @@ absl::StatusOr<std::unique_ptr<MemoryService>> MemoryService::Start(BatchSchedul
 }
 
 MemoryService::MemoryService(BatchScheduler& scheduler, const MemoryOptions& options)
-    : scheduler_(scheduler), limits_{options.max_request_vectors} {}
+    : scheduler_(scheduler), limits_{options.max_request_vectors}, access_(options.access) {}
 
 MemoryService::~MemoryService() { ReleaseStore(); }
 
@@ -66,6 +68,16 @@ void MemoryService::ReleaseStore() {
   done.WaitForNotification();
 }
 
+// The space a request works in, for the tokens file's spaces=; nullopt for ListSpaces, which
+// only needs a valid token.
+std::optional<absl::string_view> SpaceNamed(const brain::v1::CreateSpaceRequest& r) { return r.name(); }
+std::optional<absl::string_view> SpaceNamed(const brain::v1::DeleteSpaceRequest& r) { return r.name(); }
+std::optional<absl::string_view> SpaceNamed(const brain::v1::ListSpacesRequest&) { return std::nullopt; }
+template <typename Request>
+std::optional<absl::string_view> SpaceNamed(const Request& r) {
+  return r.space();
+}
+
 template <typename Request, typename Response>
 grpc::ServerUnaryReactor* MemoryService::Serve(grpc::CallbackServerContext* context, const Request* request,
                                                Response* response,
@@ -74,6 +86,16 @@ grpc::ServerUnaryReactor* MemoryService::Serve(grpc::CallbackServerContext* cont
   if (shutting_down_.load(std::memory_order_acquire)) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown));
     return reactor;
+  }
+  if (access_ != nullptr) {
+    const std::string authorization = AuthorizationOf(*context);
+    const std::optional<absl::string_view> space = SpaceNamed(*request);
+    const absl::Status allowed = space.has_value() ? access_->CheckSpace(authorization, *space)
+                                                   : access_->CheckToken(authorization);
+    if (!allowed.ok()) {
+      reactor->Finish(ToGrpcStatus(allowed));
+      return reactor;
+    }
   }
   if (absl::Status s = Check(*request, limits_); !s.ok()) {
     reactor->Finish(ToGrpcStatus(s));

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "brain/v1/memory.grpc.pb.h"
+#include "server/access_control.h"
 #include "server/batch_scheduler.h"
 #include "server/memory/memory_limits.h"
 #include "server/memory/memory_store.h"
@@ -81,6 +82,7 @@ class MemoryService final : public brain::v1::Memory::CallbackService {
 
   BatchScheduler& scheduler_;
   const RequestLimits limits_;
+  const AccessControl* const access_;
   std::string backend_;
   std::atomic<bool> shutting_down_{false};
   std::unique_ptr<MemoryStore> store_;  // engine thread only (made, used and reset there)

@@ -1,7 +1,10 @@
 // The service in-process over a loopback port, driven with the raw generated stub: stream errors,
 // in-stream frame errors, sessions, resume, limits, shutdown.
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <set>
@@ -30,6 +33,7 @@ using testing::MakeHello;
 using testing::RawStream;
 using testing::TestServerConfig;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::vector<float> kGood = {0.1f, -0.4f, 0.9f, 0.0f};
 
@@ -331,6 +335,49 @@ TEST_F(BrainServiceTest, AnUndecodableMessageIsInvalidArgumentFirstOrLater) {
   // The robot's brain is kept for a resume, as after any stream error.
   ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
   EXPECT_EQ(server_->sessions().kept(), 1);
+}
+
+TEST_F(BrainServiceTest, WithATokensFileOnlyACoveringTokenDrivesARobot) {
+  const std::string tokens = ::testing::TempDir() + "/brain_service_tokens." + std::to_string(::getpid());
+  std::ofstream(tokens) << "fleet-token-0123456789 robots=car-*\n";
+  server_.reset();
+  ServerConfig config = TestServerConfig();
+  config.tokens_file = tokens;
+  StartServer(config);
+  {
+    RawStream none(stub_.get());
+    EXPECT_FALSE(none.Open(MakeHello("car-1")).has_value());
+    const grpc::Status s = none.Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  }
+  {
+    RawStream wrong(stub_.get(), absl::Seconds(60), "someone-elses-token-987");
+    EXPECT_FALSE(wrong.Open(MakeHello("car-1")).has_value());
+    EXPECT_EQ(wrong.Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    RawStream other(stub_.get(), absl::Seconds(60), "fleet-token-0123456789");
+    EXPECT_FALSE(other.Open(MakeHello("arm-1")).has_value());
+    const grpc::Status s = other.Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_THAT(s.error_message(), HasSubstr("may not drive robot_id \"arm-1\""));
+    EXPECT_THAT(s.error_message(), Not(HasSubstr("fleet-token")));
+  }
+  RawStream ok(stub_.get(), absl::Seconds(60), "fleet-token-0123456789");
+  ASSERT_TRUE(ok.Open(MakeHello("car-1")).has_value());
+  std::optional<MotorFrame> m = ok.Step(FrameRequest(1, kGood));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->status(), brain::v1::OK);
+  // A reload that takes car-* away does not drop the live stream; the next Hello is refused.
+  std::ofstream(tokens) << "fleet-token-0123456789 robots=arm-*\n";
+  ASSERT_TRUE(server_->ReloadTokens().ok());
+  m = ok.Step(FrameRequest(2, kGood));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->status(), brain::v1::OK);
+  RawStream refused(stub_.get(), absl::Seconds(60), "fleet-token-0123456789");
+  EXPECT_FALSE(refused.Open(MakeHello("car-2")).has_value());
+  EXPECT_EQ(refused.Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  std::remove(tokens.c_str());
 }
 
 TEST_F(BrainServiceTest, FloodOfBadFramesDoesNotStarveAnotherRobot) {

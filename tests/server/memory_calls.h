@@ -24,8 +24,11 @@ class MemoryCalls {
                     const Request& request, Response* response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    if (!bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + bearer_token);
     return (stub_.get()->*method)(&context, request, response);
   }
+
+  std::string bearer_token;  // for a server with a tokens file
 
   grpc::Status CreateSpace(const std::string& name, uint32_t dim, uint32_t capacity) {
     brain::v1::CreateSpaceRequest r;

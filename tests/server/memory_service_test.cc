@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -73,6 +74,26 @@ class MemoryServiceTest : public ::testing::Test {
 void ExpectCode(const grpc::Status& s, grpc::StatusCode code, const std::string& words) {
   EXPECT_EQ(s.error_code(), code) << s.error_message();
   EXPECT_THAT(s.error_message(), HasSubstr(words));
+}
+
+TEST_F(MemoryServiceTest, WithATokensFileSpacesAreCheckedByName) {
+  const std::string tokens = ::testing::TempDir() + "/memory_tokens." + std::to_string(::getpid());
+  std::ofstream(tokens) << "lab-token-0123456789abc spaces=lab.*\n";
+  server_.reset();
+  ServerConfig config = MemoryConfig();
+  config.tokens_file = tokens;
+  StartServer(config);
+  ExpectCode(calls_->CreateSpace("lab.places", 512, 16), grpc::StatusCode::UNAUTHENTICATED, "bearer token");
+  calls_->bearer_token = "lab-token-0123456789abc";
+  ASSERT_TRUE(calls_->CreateSpace("lab.places", 512, 16).ok());
+  ExpectCode(calls_->CreateSpace("shop.items", 512, 16), grpc::StatusCode::PERMISSION_DENIED,
+             "may not use Memory space \"shop.items\"");
+  EXPECT_EQ(Stored("lab.places"), 0);  // ListSpaces with a valid token
+  calls_->bearer_token = "not-the-lab-token-0000";
+  brain::v1::ListSpacesResponse list;
+  ExpectCode(calls_->Call(&brain::v1::Memory::Stub::ListSpaces, brain::v1::ListSpacesRequest(), &list),
+             grpc::StatusCode::UNAUTHENTICATED, "not valid");
+  std::remove(tokens.c_str());
 }
 
 TEST_F(MemoryServiceTest, SpacesAreCreatedListedAndDeleted) {

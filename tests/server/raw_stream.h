@@ -46,9 +46,12 @@ inline brain::v1::CycleRequest FrameRequest(uint64_t seq, const std::vector<floa
 
 class RawStream {
  public:
-  RawStream(brain::v1::Brain::Stub* stub, absl::Duration deadline = absl::Seconds(60)) {
+  // `bearer_token`, if not empty, goes out as "authorization: Bearer <token>".
+  RawStream(brain::v1::Brain::Stub* stub, absl::Duration deadline = absl::Seconds(60),
+            const std::string& bearer_token = "") {
     context_.set_deadline(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline)));
+    if (!bearer_token.empty()) context_.AddMetadata("authorization", "Bearer " + bearer_token);
     stream_ = stub->Cycle(&context_);
   }
 

@@ -22,7 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/brain_client.h"
-#include "client/client_tls_flags.h"
+#include "client/client_security_flags.h"
 #include "client/picarx/brainstem/brainstem.h"
 #include "client/picarx/brainstem/resume_token_file.h"
 #include "client/picarx/brainstem/simulated_body.h"
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
                               "runs a SunFounder PiCar-X (Robot HAT on a Raspberry Pi) from a fieldbrain "
                               "server.\n  picarx-brainstem --target=brain.local:50051\n"
                               "  picarx-brainstem --dry-run --target=127.0.0.1:50051 --seconds=10",
-                              {"picarx_brainstem_main.cc", fieldbrain::client::kClientTlsFlagsFile});
+                              {"picarx_brainstem_main.cc", fieldbrain::client::kClientSecurityFlagsFile});
   absl::ParseCommandLine(int(args.size()), args.data());
 
   const double hz = absl::GetFlag(FLAGS_hz), deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
@@ -218,12 +218,14 @@ int main(int argc, char** argv) {
   fieldbrain::client::ClientOptions options;
   options.target = absl::GetFlag(FLAGS_target);
   const auto credentials = fieldbrain::client::ChannelCredentialsFromFlags();
-  if (!credentials.ok()) {
+  const auto token = fieldbrain::client::BearerTokenFromFlags();
+  if (!credentials.ok() || !token.ok()) {
     body->Stop().IgnoreError();
-    Log(absl::StrCat("bad TLS options: ", credentials.status().message()));
+    Log(absl::StrCat("bad TLS or token options: ", (credentials.ok() ? token.status() : credentials.status()).message()));
     return 2;
   }
   options.credentials = *credentials;
+  options.bearer_token = *token;
   std::string robot_id = absl::GetFlag(FLAGS_robot_id);
   if (robot_id.empty()) robot_id = DefaultRobotId();
   options.profile = MakeProfile(robot_id, float(hz), reward == "on");

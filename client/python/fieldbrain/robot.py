@@ -176,7 +176,7 @@ class Robot:
     def __init__(self, target, profile=None, *, robot_id=None, robot_type="", sensor_count=None,
                  sensor_names=(), motor_count=None, motor_names=(), control_hz=0.0,
                  has_reward=False, seed=0, fresh=False, resume_token="", credentials=None,
-                 initial_backoff_s=0.05, max_backoff_s=2.0):
+                 initial_backoff_s=0.05, max_backoff_s=2.0, bearer_token=""):
         """Validates the options and starts the background connection thread; never waits for
         the server.
 
@@ -189,6 +189,8 @@ class Robot:
             with the first Hello; reconnects use the latest Welcome's token anyway.
         credentials: grpc.ChannelCredentials (e.g. grpc.ssl_channel_credentials()); None =
             insecure.
+        bearer_token: sent as "authorization: Bearer <token>" on every stream, for a server with
+            a tokens file; empty = none.
         Raises ValueError on bad options: no target, a seed outside uint64, robot_id not 1-128
         bytes, a count below 1, names given but not one per sensor/motor, not
         0 < initial_backoff_s <= max_backoff_s, fresh together with a resume_token.
@@ -210,6 +212,7 @@ class Robot:
         self._seed = int(seed)
         self._fresh = bool(fresh)
         self._resume_token = str(resume_token)
+        self._metadata = (("authorization", "Bearer " + bearer_token),) if bearer_token else None
         self._initial_backoff = float(initial_backoff_s)
         self._max_backoff = float(max_backoff_s)
 
@@ -484,7 +487,7 @@ class Robot:
                 self._presented_token = bool(hello.hello.resume_token)
             code, details = grpc.StatusCode.UNKNOWN, ""
             try:
-                call = self._cycle(outbox)
+                call = self._cycle(outbox, metadata=self._metadata)
                 with self._cv:
                     self._call = call
                     closing = self._closing
