@@ -12,6 +12,7 @@ packages=(
   prometheus-cpp-dev libkissfft-dev
   python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   libgpiod-dev
+  clang libfuzzer-14-dev
 )
 
 missing=()

@@ -1,6 +1,5 @@
 #include "server/access_control.h"
 
-#include <grpcpp/server_context.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
@@ -42,13 +41,6 @@ absl::StatusOr<std::vector<std::string>> Patterns(absl::string_view list, absl::
 }
 
 }  // namespace
-
-std::string AuthorizationOf(const grpc::ServerContextBase& context) {
-  const auto& metadata = context.client_metadata();
-  const auto it = metadata.find("authorization");
-  if (it == metadata.end()) return std::string();
-  return std::string(it->second.data(), it->second.size());
-}
 
 bool PatternCovers(absl::string_view pattern, absl::string_view name) {
   if (absl::ConsumeSuffix(&pattern, "*")) return absl::StartsWith(name, pattern);

@@ -26,10 +26,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
-namespace grpc {
-class ServerContextBase;
-}
-
 namespace fieldbrain::server {
 
 struct TokenGrant {
@@ -42,9 +38,6 @@ using TokenTable = absl::flat_hash_map<std::string, TokenGrant>;
 
 // Parses a tokens file's text. Refuses with the line number and what is wrong (never the token).
 absl::StatusOr<TokenTable> ParseTokensFile(absl::string_view text);
-
-// The call's "authorization" metadata value, empty when absent.
-std::string AuthorizationOf(const grpc::ServerContextBase& context);
 
 // True when `pattern` (exact, "prefix*" or "*") covers `name`.
 bool PatternCovers(absl::string_view pattern, absl::string_view name);

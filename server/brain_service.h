@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "brain/v1/brain.grpc.pb.h"
 #include "server/access_control.h"
+#include "server/call_metadata.h"
 #include "server/batch_scheduler.h"
 #include "server/session_table.h"
 #include "server/stream_registry.h"

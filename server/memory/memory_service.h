@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "brain/v1/memory.grpc.pb.h"
 #include "server/access_control.h"
+#include "server/call_metadata.h"
 #include "server/batch_scheduler.h"
 #include "server/memory/memory_limits.h"
 #include "server/memory/memory_store.h"

@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "server/memory/space_registry.h"
+#include "server/memory/space_name.h"
 
 namespace fieldbrain::server::memory {
 namespace {

@@ -13,12 +13,9 @@
 #include "absl/strings/string_view.h"
 #include "server/memory/memory_arena.h"
 #include "server/memory/memory_space.h"
+#include "server/memory/space_name.h"
 
 namespace fieldbrain::server::memory {
-
-// INVALID_ARGUMENT unless `name` is 1-64 bytes of [A-Za-z0-9._-]: safe in logs, messages and
-// file names, whatever a client sends.
-absl::Status CheckSpaceName(absl::string_view name);
 
 class SpaceRegistry {
  public:

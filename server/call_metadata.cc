@@ -1,0 +1,14 @@
+#include "server/call_metadata.h"
+
+#include <grpcpp/server_context.h>
+
+namespace fieldbrain::server {
+
+std::string AuthorizationOf(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  if (it == metadata.end()) return std::string();
+  return std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace fieldbrain::server
