@@ -20,7 +20,8 @@ mkdir -p "$work"
 ) 9> "$work/.lock"
 run="$work/$target"
 rm -rf "$run" && mkdir -p "$run/corpus"
-cp "$src/tests/fuzz/corpus/$target/"* "$run/corpus/" 2>/dev/null || true
+cp "$src/tests/fuzz/corpus/$target/"* "$run/corpus/"  # every target has seeds
+echo "run_fuzzers: $target from $(ls "$run/corpus" | wc -l) seeds"
 cd "$run"
 "$work/build/$target" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>&1 | tail -25
 echo "run_fuzzers: $target ran ${seconds}s without a finding"

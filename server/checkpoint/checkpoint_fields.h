@@ -1,0 +1,67 @@
+// Every field of a checkpointed brain, in file order, for checkpoint_format.cc: Encode and Decode
+// both walk these lists, so the order is written once. A field added to RobotParams, RobotState or
+// MemoryBank must be added here and the format version raised (docs/checkpoint-format.md).
+#pragma once
+
+#include "gpu/model/robot_state.h"
+
+namespace fieldbrain::server::checkpoint_fields {
+
+template <class V, class P>
+void Params(V& v, P& p) {
+  v(p.seed);
+  v(p.sensor_count);
+  v(p.motor_count);
+  v(p.learn_motors);
+  v(p.site);
+  v(p.mix);
+  v(p.key_role_phase);
+  v(p.key_base_phase);
+}
+
+template <class V, class S>
+void State(V& v, S& s) {
+  v(s.cycle);
+  v(s.confidence);
+  v(s.psi_prev_norm2);
+  v(s.last_error);
+  v(s.pattern_active);
+  v(s.reward_fast);
+  v(s.reward_slow);
+  v(s.reward_spread);
+  v(s.novelty);
+  v(s.novelty_slow);
+  v(s.explore);
+  v(s.sensor_mean);
+  v(s.noise);
+  v(s.innovation);
+  v(s.feature_scale);
+  v(s.psi_prev);
+  v(s.critic_bias);
+  v(s.value_prev);
+  v(s.critic);
+  v(s.motor_bias);
+  v(s.bias_trace);
+  v(s.motor_prev);
+  v(s.trace);
+  v(s.wm);
+  v(s.prediction);
+  v(s.wp);
+  v(s.key_prev);
+  v(s.error_mean);
+  v(s.memory_written);
+  v(s.memory_recalled);
+  v(s.recall_entry);
+  v(s.recall_weight);
+  v(s.memory_writes);
+}
+
+template <class V, class M>
+void Memory(V& v, M& m) {
+  v(m.key);
+  v(m.valence);
+  v(m.strength);
+  v(m.used);
+}
+
+}  // namespace fieldbrain::server::checkpoint_fields

@@ -1,0 +1,48 @@
+// The checkpoint file of one robot's brain, version 1 (docs/checkpoint-format.md): written field
+// by field, little-endian, never as a dump of in-memory structs, so that a build with another
+// struct layout or compiler reads the same bytes. Encode and Decode walk the same field list
+// (checkpoint_fields.h), so the two cannot disagree about the order.
+//
+// A file is refused, with the reason, when it is not a checkpoint, comes from a newer format,
+// was written with other layout constants or another field shape, is cut short, or its SHA-256
+// does not match; nothing in it is trusted before the hash is checked.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "gpu/engine.h"
+
+namespace fieldbrain::server {
+
+inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr char kCheckpointMagic[8] = {'F', 'B', 'C', 'H', 'K', 'P', 'T', '\n'};
+inline constexpr size_t kMaxCheckpointRobotIdBytes = 128;
+
+struct CheckpointHeader {
+  FieldShape shape;
+  int32_t sensor_count = 0;
+  int32_t motor_count = 0;
+  uint64_t seed = 0;
+  uint64_t cycle = 0;
+  std::string robot_id;
+  // SHA-256 of the robot's resume token: the token itself is never stored.
+  std::array<uint8_t, 32> resume_token_sha256{};
+};
+
+struct DecodedCheckpoint {
+  CheckpointHeader header;
+  BrainSnapshot snapshot;
+};
+
+// The file's bytes. `snapshot` must be the brain `header` describes (its shape and counts).
+std::string EncodeCheckpoint(const CheckpointHeader& header, const BrainSnapshot& snapshot);
+
+// Refuses (DATA_LOSS for damage, FAILED_PRECONDITION for a file from another daemon or version)
+// with a reason; never reads past `bytes`.
+absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, const FieldShape& expected_shape);
+
+}  // namespace fieldbrain::server

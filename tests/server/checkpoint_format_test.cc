@@ -1,0 +1,127 @@
+// The checkpoint file format (server/checkpoint/checkpoint_format.h): a brain written and read
+// back runs on exactly as the original, and damaged or foreign files are refused with a reason.
+#include "server/checkpoint/checkpoint_format.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gpu/engine.h"
+#include "gtest/gtest.h"
+
+namespace fieldbrain::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CheckpointFormatTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineConfig config;
+    config.shape = FieldShape::Small();
+    config.max_robots = 2;
+    config.max_batch = 2;
+    config.threads = 1;
+    auto made = MakeEngine("cpu", config);
+    ASSERT_TRUE(made.ok()) << made.status();
+    engine_ = *std::move(made);
+    BrainSpec spec;
+    spec.seed = 4242;
+    spec.sensor_count = 12;
+    spec.motor_count = 4;
+    original_ = *engine_->CreateBrain(spec);
+    for (int t = 0; t < 40; ++t) Cycle(original_);
+  }
+
+  // One cycle of `slot` on frame number t_ (the same inputs for any slot at the same t_).
+  BatchOutputRow Cycle(int slot) {
+    std::mt19937 rng(uint32_t(1000 + t_));
+    std::uniform_real_distribution<float> u(-1, 1);
+    BatchInputRow& in = engine_->inputs()[0];
+    in.slot = slot;
+    in.reward = u(rng);
+    for (int i = 0; i < 12; ++i) in.sensors[i] = u(rng);
+    EXPECT_TRUE(engine_->RunBatch(1).ok());
+    ++t_;
+    return engine_->outputs()[0];
+  }
+
+  CheckpointHeader Header(const BrainSnapshot& s) {
+    CheckpointHeader h;
+    h.shape = s.shape;
+    h.sensor_count = s.params.sensor_count;
+    h.motor_count = s.params.motor_count;
+    h.seed = s.params.seed;
+    h.cycle = s.state.cycle;
+    h.robot_id = "car-7";
+    for (int i = 0; i < 32; ++i) h.resume_token_sha256[i] = uint8_t(i * 7);
+    return h;
+  }
+
+  std::unique_ptr<Engine> engine_;
+  int original_ = -1;
+  int t_ = 0;
+};
+
+TEST_F(CheckpointFormatTest, ARestoredBrainRunsOnBitForBitAsTheOriginal) {
+  const BrainSnapshot snapshot = *engine_->Snapshot(original_);
+  const std::string bytes = EncodeCheckpoint(Header(snapshot), snapshot);
+  EXPECT_EQ(bytes, EncodeCheckpoint(Header(snapshot), snapshot)) << "the encoding is deterministic";
+  EXPECT_EQ(bytes.substr(0, 8), std::string("FBCHKPT\n", 8));
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\x01\x00\x00\x00", 4)) << "version 1, little-endian";
+
+  absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(bytes, FieldShape::Small());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->header.robot_id, "car-7");
+  EXPECT_EQ(decoded->header.cycle, 40u);
+  EXPECT_EQ(decoded->header.seed, 4242u);
+  EXPECT_EQ(decoded->header.resume_token_sha256, Header(snapshot).resume_token_sha256);
+
+  BrainSpec spec;
+  spec.seed = 1;  // a different brain, overwritten by the restore
+  spec.sensor_count = 12;
+  spec.motor_count = 4;
+  const int copy = *engine_->CreateBrain(spec);
+  ASSERT_TRUE(engine_->Restore(copy, decoded->snapshot).ok());
+  const int t0 = t_;
+  std::vector<BatchOutputRow> a, b;
+  for (int i = 0; i < 25; ++i) a.push_back(Cycle(original_));
+  t_ = t0;
+  for (int i = 0; i < 25; ++i) b.push_back(Cycle(copy));
+  for (int i = 0; i < 25; ++i) {
+    ASSERT_EQ(a[i].cycle, b[i].cycle);
+    for (int k = 0; k < 4; ++k) ASSERT_EQ(a[i].motors[k], b[i].motors[k]) << "cycle " << a[i].cycle << " motor " << k;
+    ASSERT_EQ(a[i].confidence, b[i].confidence);
+    for (int s = 0; s < 12; ++s) ASSERT_EQ(a[i].prediction[s], b[i].prediction[s]);
+  }
+  EXPECT_EQ(a.back().cycle, 65u);
+}
+
+TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {
+  const BrainSnapshot snapshot = *engine_->Snapshot(original_);
+  const std::string bytes = EncodeCheckpoint(Header(snapshot), snapshot);
+  // Every cut, at a spread of lengths, is refused and never read past.
+  for (size_t n = 0; n < bytes.size(); n += 997) {
+    EXPECT_FALSE(DecodeCheckpoint(bytes.substr(0, n), FieldShape::Small()).ok()) << n;
+  }
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x10;
+  EXPECT_THAT(DecodeCheckpoint(flipped, FieldShape::Small()).status().message(), HasSubstr("SHA-256 mismatch"));
+  std::string header_flipped = bytes;
+  header_flipped[60] ^= 0x01;  // in the motor count: the hash covers the header too
+  EXPECT_FALSE(DecodeCheckpoint(header_flipped, FieldShape::Small()).ok());
+  EXPECT_THAT(DecodeCheckpoint("a text file", FieldShape::Small()).status().message(), HasSubstr("not a fieldbrain"));
+  std::string future = bytes;
+  future[8] = 2;
+  const absl::Status v2 = DecodeCheckpoint(future, FieldShape::Small()).status();
+  EXPECT_EQ(v2.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(v2.message(), HasSubstr("format version 2"));
+  const absl::Status shape = DecodeCheckpoint(bytes, FieldShape::Default()).status();
+  EXPECT_EQ(shape.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(shape.message(), HasSubstr("field shape 32x16x16x16; this daemon runs 64x32x32x32"));
+  EXPECT_FALSE(DecodeCheckpoint(bytes + "x", FieldShape::Small()).ok()) << "padded";
+}
+
+}  // namespace
+}  // namespace fieldbrain::server
