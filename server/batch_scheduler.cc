@@ -68,6 +68,47 @@ void BatchScheduler::CreateBrain(const BrainSpec& spec, CreateDone done) {
   std::move(done)(absl::UnavailableError(kShuttingDownDetail));
 }
 
+void BatchScheduler::CreateBrainFrom(const BrainSpec& spec, std::shared_ptr<const BrainSnapshot> snapshot,
+                                     CreateDone done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!drained_ && !stopped_) {
+      commands_.push_back(Command{-1, spec, std::move(done), std::move(snapshot)});
+      return;
+    }
+  }
+  std::move(done)(absl::UnavailableError(kShuttingDownDetail));
+}
+
+void BatchScheduler::SnapshotAll() {
+  SnapshotSink* sink = options_.snapshot_sink;
+  if (sink == nullptr) return;
+  absl::Notification done;
+  RunOnEngineThread([this, sink, &done](EngineJobState) {
+    // Also once drained (the shutdown case): on the engine thread the engine is still there and
+    // runs no batch. A job run on the caller's thread after the engine thread ended does nothing.
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      for (int slot = 0; slot < facts_.max_robots; ++slot) {
+        if (!sink->Wants(slot)) continue;
+        absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
+        if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kShutdown);
+      }
+    }
+    done.Notify();
+  });
+  done.WaitForNotification();
+}
+
+void BatchScheduler::SnapshotSlot(int slot) {
+  SnapshotSink* sink = options_.snapshot_sink;
+  if (sink == nullptr) return;
+  RunOnEngineThread([this, sink, slot](EngineJobState state) {
+    if (state != EngineJobState::kServing || !sink->Wants(slot)) return;
+    absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
+    if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kPeriodic);
+  });
+}
+
 void BatchScheduler::ReleaseBrain(int slot) {
   absl::MutexLock lock(&mu_);
   if (stopped_ || slot < 0 || slot >= facts_.max_robots) return;  // stopped: all are freed
@@ -238,6 +279,11 @@ void BatchScheduler::ReleaseSlot(int slot) {
       not_run_.push_back(InFlight{p.sink, p.seq, slot, p.arrival});
     }
   }
+  if (SnapshotSink* sink = options_.snapshot_sink; sink != nullptr && sink->Wants(slot)) {
+    // The brain's last state, before the slot forgets it (a copy; the writer thread does the rest).
+    absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
+    if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kReleased);
+  }
   if (engine_->ReleaseBrain(slot)) {
     releases_.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -282,7 +328,13 @@ void BatchScheduler::RunCommands() {
     if (!slot.ok() && absl::IsResourceExhausted(slot.status()) && RunQueuedReleases()) {
       slot = engine_->CreateBrain(c.spec);
     }
-    if (slot.ok()) cycles_[*slot].store(0, std::memory_order_relaxed);
+    if (slot.ok() && c.restore != nullptr) {
+      if (absl::Status restored = engine_->Restore(*slot, *c.restore); !restored.ok()) {
+        engine_->ReleaseBrain(*slot);
+        slot = absl::Status(restored.code(), absl::StrCat("restoring the checkpoint: ", restored.message()));
+      }
+    }
+    if (slot.ok()) cycles_[*slot].store(c.restore != nullptr ? c.restore->state.cycle : 0, std::memory_order_relaxed);
     std::move(c.done)(std::move(slot));
   }
   commands_work_.clear();
@@ -366,6 +418,14 @@ void BatchScheduler::RunAndDeliver(int n) {
   std::span<const BatchOutputRow> outputs = engine_->outputs();
   for (int i = 0; i < n; ++i) {
     cycles_[batch_[i].slot].store(outputs[i].cycle, std::memory_order_relaxed);
+  }
+  if (SnapshotSink* sink = options_.snapshot_sink; sink != nullptr && options_.snapshot_every_cycles > 0) {
+    for (int i = 0; i < n; ++i) {
+      const int slot = batch_[i].slot;
+      if (outputs[i].cycle % options_.snapshot_every_cycles != 0 || !sink->Wants(slot)) continue;
+      absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
+      if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kPeriodic);
+    }
   }
   if (options_.batch_observer) {
     for (int i = 0; i < n; ++i) batch_slots_[i] = batch_[i].slot;

@@ -42,6 +42,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gpu/engine.h"
+#include "server/checkpoint/snapshot_sink.h"
 #include "server/frame_sink.h"
 #include "telemetry/metrics.h"
 
@@ -56,6 +57,10 @@ struct SchedulerOptions {
   // Run once, on the engine thread, when the engine latches a failure (nullable). The batch that
   // found it has been answered; the callback must not call back into the scheduler.
   std::function<void(const absl::Status& failure)> on_engine_failure;
+  // Checkpoints (nullable, not owned): the engine thread hands it a copy of a robot's brain every
+  // snapshot_every_cycles of its cycles (0 = never periodically) and before its slot is released.
+  SnapshotSink* snapshot_sink = nullptr;
+  uint64_t snapshot_every_cycles = 0;
 };
 
 // Facts about the engine, fixed once it is made.
@@ -101,6 +106,15 @@ class BatchScheduler {
 
   // A new brain; `done` runs on the engine thread (or at once, with UNAVAILABLE, once draining).
   void CreateBrain(const BrainSpec& spec, CreateDone done);
+  // The same, then the brain is overwritten with `snapshot` (a checkpoint): its cycle count and
+  // everything it learnt continue. A snapshot the engine refuses frees the slot and fails `done`.
+  void CreateBrainFrom(const BrainSpec& spec, std::shared_ptr<const BrainSnapshot> snapshot, CreateDone done);
+  // Hands the snapshot sink a copy of every brain it wants (on the engine thread) and returns when
+  // that is done; nothing when the engine thread has ended. For a checkpoint at shutdown, after
+  // Drain (so the copies include every frame that was answered).
+  void SnapshotAll();
+  // Queues a copy of `slot`'s brain for the snapshot sink (a robot disconnected); returns at once.
+  void SnapshotSlot(int slot);
   // Frees a slot; any frame still pending for it is dropped (answered SHUTTING_DOWN).
   void ReleaseBrain(int slot);
   // Queues the slot's next frame. `sink` gets exactly one Deliver for it. Must not be called
@@ -149,6 +163,7 @@ class BatchScheduler {
     int release_slot = -1;  // >= 0: a release; else a create
     BrainSpec spec;
     CreateDone done;
+    std::shared_ptr<const BrainSnapshot> restore;  // a create from a checkpoint
   };
 
   BatchScheduler(SchedulerOptions options, telemetry::Metrics* metrics);

@@ -9,7 +9,9 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/checkpoint/checkpoint_files.h"
 #include "server/cycle_stream.h"
+#include "server/log.h"
 #include "server/server_credentials.h"
 
 namespace fieldbrain::server {
@@ -26,8 +28,16 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   auto server = absl::WrapUnique(new BrainServer(config));
   server->metrics_ = std::make_unique<telemetry::Metrics>();
 
+  if (!config.checkpoint_dir.empty()) {
+    if (absl::Status s = CheckCheckpointDir(config.checkpoint_dir); !s.ok()) return s;
+    server->checkpointer_ =
+        std::make_unique<Checkpointer>(config.checkpoint_dir, config.max_robots, server->metrics_.get());
+  }
+
   SchedulerOptions options;
   options.engine_kind = config.engine;
+  options.snapshot_sink = server->checkpointer_.get();
+  options.snapshot_every_cycles = uint64_t(config.checkpoint_every_cycles);
   options.engine = MakeEngineConfig(config);
   options.batch_window = std::chrono::microseconds(config.batch_window_us);
   // Runs on the engine thread, only once streams exist (a batch or a create failed), by which
@@ -44,6 +54,7 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   }
   server->scheduler_ = *std::move(scheduler);
   const EngineFacts& facts = server->scheduler_->facts();
+  if (server->checkpointer_ != nullptr) server->checkpointer_->set_shape(facts.shape);
   server->metrics_->SetBuildInfo(version, facts.kind);
   server->metrics_->SetPoolBytes(facts.pool_bytes);
 
@@ -67,6 +78,7 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   deps.max_frame_hz = config.max_frame_hz;
   deps.frame_burst = config.frame_burst;
   deps.access = &server->access_;
+  deps.checkpointer = server->checkpointer_.get();
   deps.version = std::move(version);
   server->service_ = std::make_unique<BrainService>(std::move(deps));
 
@@ -182,6 +194,13 @@ void BrainServer::Shutdown() {
   if (service_ != nullptr) service_->BeginShutdown();
   if (memory_ != nullptr) memory_->BeginShutdown();
   if (scheduler_ != nullptr) scheduler_->Drain();
+  // Every brain to disk before anything is released: a restarted daemon gives them back.
+  if (scheduler_ != nullptr && checkpointer_ != nullptr) {
+    scheduler_->SnapshotAll();
+    if (!checkpointer_->Flush(std::max(deadline - absl::Now(), absl::Seconds(1)))) {
+      LogError("shutdown: not every checkpoint was written in time");
+    }
+  }
   // Every Cycle stream now owes at most its last writes. Let them finish, within the deadline,
   // then end gRPC at once: its own Shutdown(deadline) would also wait out the deadline for every
   // idle robot connection (gRPC ends a server only when all connections are gone), so one

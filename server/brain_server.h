@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/batch_scheduler.h"
 #include "server/brain_service.h"
+#include "server/checkpoint/checkpointer.h"
 #include "server/memory/memory_service.h"
 #include "server/server_config.h"
 #include "server/session_table.h"
@@ -55,6 +56,7 @@ class BrainServer {
   SessionTable& sessions() { return *sessions_; }
   BatchScheduler& scheduler() { return *scheduler_; }
   memory::MemoryService* memory_service() { return memory_.get(); }  // null when disabled
+  Checkpointer* checkpointer() { return checkpointer_.get(); }      // null without --checkpoint_dir
   int open_streams() const;                          // Cycle streams not yet ended
   // Re-reads --tokens_file (on SIGHUP). Live streams keep running; a file that does not parse is
   // refused and the tokens in use stay. No effect without --tokens_file.
@@ -69,6 +71,7 @@ class BrainServer {
   const ServerConfig config_;
   std::unique_ptr<telemetry::Metrics> metrics_;
   AccessControl access_;  // before the services that read it
+  std::unique_ptr<Checkpointer> checkpointer_;  // before the scheduler, which hands it snapshots
   std::unique_ptr<BatchScheduler> scheduler_;
   std::unique_ptr<SessionTable> sessions_;
   std::unique_ptr<BrainService> service_;

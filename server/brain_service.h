@@ -15,6 +15,7 @@
 #include "brain/v1/brain.grpc.pb.h"
 #include "server/access_control.h"
 #include "server/call_metadata.h"
+#include "server/checkpoint/checkpointer.h"
 #include "server/batch_scheduler.h"
 #include "server/session_table.h"
 #include "server/stream_registry.h"
@@ -31,6 +32,7 @@ struct ServiceDeps {
   int max_frame_hz = 0;  // per robot; 0 = no limit (server_config.h)
   int frame_burst = 1;
   const AccessControl* access = nullptr;  // who may drive which robot; not owned
+  Checkpointer* checkpointer = nullptr;   // nullable: no --checkpoint_dir
   std::string version;
 };
 

@@ -167,11 +167,48 @@ void CycleStream::HandleHello() {
     fail(*failure);
     return;
   }
-  absl::StatusOr<SessionGrant> grant = deps.sessions->Attach(hello, id_, absl::Now());
+  // A robot the table does not know may have a brain on disk (a restarted daemon).
+  const std::string& robot_id = hello.profile().robot_id();
+  std::shared_ptr<const BrainSnapshot> restore;
+  uint64_t restore_seed = 0;
+  if (deps.checkpointer != nullptr && !deps.sessions->Knows(robot_id)) {
+    absl::StatusOr<DecodedCheckpoint> saved = deps.checkpointer->Load(robot_id);
+    if (saved.ok() && hello.fresh()) {
+      deps.checkpointer->Discard(robot_id);
+    } else if (saved.ok()) {
+      const CheckpointHeader& h = saved->header;
+      if (!Checkpointer::TokenMatches(h, hello.resume_token())) {
+        fail(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("robot_id \"", robot_id, "\" has a checkpointed brain (cycle ", h.cycle,
+                                       "); send the resume_token of its last Welcome to resume it, or fresh=true "
+                                       "to discard it and start a new brain")));
+        return;
+      }
+      if (uint32_t(h.sensor_count) != hello.profile().sensor_count() ||
+          uint32_t(h.motor_count) != hello.profile().motor_count()) {
+        fail(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("the checkpointed brain of robot_id \"", robot_id, "\" has ", h.sensor_count,
+                                       " sensors and ", h.motor_count, " motors, this Hello's profile ",
+                                       hello.profile().sensor_count(), " and ", hello.profile().motor_count(),
+                                       "; send fresh=true to discard it and start a new brain")));
+        return;
+      }
+      restore_seed = h.seed;
+      restore = std::make_shared<const BrainSnapshot>(std::move(saved->snapshot));
+      LogInfo("robot_id \"", robot_id, "\" resumes from its checkpoint at cycle ", h.cycle);
+    }
+    // NotFound: a robot without a checkpoint; a refused file has been logged, counted and set
+    // aside, and the robot gets a new brain.
+  }
+  absl::StatusOr<SessionGrant> grant = restore != nullptr
+                                           ? deps.sessions->AttachRestored(hello, id_, restore_seed)
+                                           : deps.sessions->Attach(hello, id_, absl::Now());
   if (!grant.ok()) {
     fail(ToGrpcStatus(grant.status()));
     return;
   }
+  // A fresh brain replaces a kept one: its checkpoint goes too.
+  if (deps.checkpointer != nullptr && hello.fresh()) deps.checkpointer->Discard(robot_id);
   BrainSpec spec;
   spec.seed = grant->seed;
   spec.sensor_count = static_cast<int>(hello.profile().sensor_count());
@@ -196,9 +233,14 @@ void CycleStream::HandleHello() {
     ++outstanding_;
     ++holds_;
   }
-  deps.scheduler->CreateBrain(spec, [this, g = *std::move(grant)](absl::StatusOr<int> slot) mutable {
+  auto created = [this, g = *std::move(grant)](absl::StatusOr<int> slot) mutable {
     OnBrainCreated(std::move(g), std::move(slot));
-  });
+  };
+  if (restore != nullptr) {
+    deps.scheduler->CreateBrainFrom(spec, std::move(restore), std::move(created));
+  } else {
+    deps.scheduler->CreateBrain(spec, std::move(created));
+  }
 }
 
 void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
@@ -210,6 +252,9 @@ void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
       robot_id = robot_id_;
     }
     if (slot.ok()) {
+      if (Checkpointer* checkpointer = service_->deps().checkpointer; checkpointer != nullptr) {
+        checkpointer->Bind(*slot, robot_id, Checkpointer::TokenHash(grant.resume_token));
+      }
       sessions.CompleteCreate(robot_id, id_, *slot);
     } else {
       sessions.AbortCreate(robot_id, id_);
@@ -225,7 +270,8 @@ void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
       slot_ = *slot;
       phase_ = Phase::kRunning;
       grant.slot = *slot;
-      if (!drop_answers_) QueueWelcomeLocked(grant, 0);
+      // 0 for a new brain; a restored one continues from its checkpoint's cycle.
+      if (!drop_answers_) QueueWelcomeLocked(grant, service_->deps().scheduler->brain_cycle(*slot));
       MaybeReadLocked();
     }
     MaybeFinishLocked();
@@ -395,7 +441,11 @@ void CycleStream::MaybeFinishLocked() {
   finish_called_ = true;
   // Detach now rather than at OnDone, so a robot reconnecting right after an error finds its id
   // free sooner (OnDone detaches again; that is a no-op).
-  if (attached_) service_->deps().sessions->Detach(robot_id_, id_, absl::Now());
+  if (attached_) {
+    service_->deps().sessions->Detach(robot_id_, id_, absl::Now());
+    // The robot went away: its brain to disk now, not only when the kept brain expires.
+    if (service_->deps().checkpointer != nullptr && slot_ >= 0) service_->deps().scheduler->SnapshotSlot(slot_);
+  }
   Finish(finish_status_);
 }
 

@@ -78,6 +78,9 @@ absl::Status ValidateConfig(const ServerConfig& c) {
     return s;
   }
   if (absl::Status s = CheckRange("max_frame_hz", c.max_frame_hz, 0, kMaxFrameHz); !s.ok()) return s;
+  if (absl::Status s = CheckRange("checkpoint_every_cycles", c.checkpoint_every_cycles, 0, 100000000); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = CheckRange("frame_burst", c.frame_burst, 1, kMaxFrameHz); !s.ok()) return s;
   if (absl::Status s = CheckRange("shutdown_deadline_s", c.shutdown_deadline_s, 0,
                                   kMaxShutdownDeadlineS);

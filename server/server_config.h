@@ -35,6 +35,10 @@ struct ServerConfig {
   std::string tls_cert, tls_key, tls_client_ca;
   // Bearer tokens (access_control.h); empty = open server. Re-read on SIGHUP.
   std::string tokens_file;
+  // Checkpoints (server/checkpoint/checkpointer.h): a directory (empty = none) and how often per
+  // robot, in its own cycles, besides on disconnect, idle expiry and shutdown.
+  std::string checkpoint_dir;
+  int checkpoint_every_cycles = 500;
   int threads = 0;                  // CPU engine threads; 0 = all cores
   // The Memory service (proto/brain/v1/memory.proto): the bytes its spaces may take in all
   // (0 = no Memory service), and the most vectors one request may name or make.

@@ -43,6 +43,12 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 ABSL_FLAG(std::string, tokens_file, "",
           "bearer tokens and the robot ids / Memory spaces each may use (docs/security.md); empty = "
           "anyone who reaches the port; re-read on SIGHUP");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "keep every robot's brain here (one file each, docs/checkpoint-format.md), so a restarted "
+          "daemon gives it back to a Hello with its resume token; empty = brains live in memory only");
+ABSL_FLAG(int, checkpoint_every_cycles, 500,
+          "checkpoint a robot every this many of its cycles (0 = only on disconnect, idle expiry and "
+          "shutdown)");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address, host:port; empty = no metrics endpoint");
 ABSL_FLAG(int, threads, 0, "CPU engine worker threads; 0 = all cores");
@@ -75,6 +81,8 @@ ServerConfig ConfigFromFlags() {
   c.tls_key = absl::GetFlag(FLAGS_tls_key);
   c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
   c.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  c.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  c.checkpoint_every_cycles = absl::GetFlag(FLAGS_checkpoint_every_cycles);
   c.threads = absl::GetFlag(FLAGS_threads);
   c.memory_arena_bytes = absl::GetFlag(FLAGS_memory_arena_bytes);
   c.memory_max_request_vectors = absl::GetFlag(FLAGS_memory_max_request_vectors);

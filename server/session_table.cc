@@ -93,6 +93,41 @@ absl::StatusOr<SessionGrant> SessionTable::Attach(const brain::v1::Hello& hello,
   return grant;
 }
 
+absl::StatusOr<SessionGrant> SessionTable::AttachRestored(const brain::v1::Hello& hello, StreamId stream,
+                                                          uint64_t seed) {
+  const brain::v1::RobotProfile& profile = hello.profile();
+  absl::MutexLock lock(&mu_);
+  if (sessions_.contains(profile.robot_id())) {
+    return absl::AlreadyExistsError(absl::StrCat("robot_id \"", profile.robot_id(),
+                                                 "\" connected again while its checkpoint was read; retry"));
+  }
+  if (slots_held_ >= capacity_ && !EvictOldestDetachedLocked()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "all ", capacity_, " brain slots are in use by live robots; try again later"));
+  }
+  absl::StatusOr<std::string> session_id = RandomHex(8);
+  if (!session_id.ok()) return session_id.status();
+  Session s;
+  s.state = State::kCreating;
+  s.stream = stream;
+  s.seed = seed;
+  s.sensor_count = profile.sensor_count();
+  s.motor_count = profile.motor_count();
+  s.session_id = absl::StrCat("s-", *session_id);
+  s.resume_token = hello.resume_token();
+  SessionGrant grant{s.session_id, s.resume_token, s.seed, /*slot=*/-1, /*resumed=*/true};
+  sessions_.emplace(profile.robot_id(), std::move(s));
+  ++slots_held_;
+  ++live_;
+  PublishLiveLocked();
+  return grant;
+}
+
+bool SessionTable::Knows(const std::string& robot_id) const {
+  absl::MutexLock lock(&mu_);
+  return sessions_.contains(robot_id);
+}
+
 void SessionTable::CompleteCreate(const std::string& robot_id, StreamId stream, int slot) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(robot_id);

@@ -63,6 +63,13 @@ class SessionTable {
   //    detached: RESOURCE_EXHAUSTED.
   absl::StatusOr<SessionGrant> Attach(const brain::v1::Hello& hello, StreamId stream,
                                       absl::Time now);
+  // A brain that comes back from a checkpoint (the Hello's token matched the file's): a new
+  // session with that token and seed, granted as resumed (the caller restores the brain into the
+  // reserved slot). ALREADY_EXISTS / FAILED_PRECONDITION / RESOURCE_EXHAUSTED as Attach when the
+  // table meanwhile has a session for the id or no slot.
+  absl::StatusOr<SessionGrant> AttachRestored(const brain::v1::Hello& hello, StreamId stream, uint64_t seed);
+  // Whether the table has a session (live, being created or kept) for `robot_id`.
+  bool Knows(const std::string& robot_id) const;
   // The brain reserved for (robot_id, stream) exists in `slot`. If the session is gone meanwhile,
   // the slot is released.
   void CompleteCreate(const std::string& robot_id, StreamId stream, int slot);

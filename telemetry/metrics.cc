@@ -57,6 +57,16 @@ const char* HrrOpName(HrrOp op) {
   return "unknown";
 }
 
+const char* CheckpointFailureName(CheckpointFailure failure) {
+  switch (failure) {
+    case CheckpointFailure::kWrite: return "write";
+    case CheckpointFailure::kCorrupt: return "corrupt";
+    case CheckpointFailure::kForeign: return "foreign";
+    case CheckpointFailure::kCount: break;
+  }
+  return "unknown";
+}
+
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       cycle_duration_(prometheus::BuildHistogram()
@@ -84,6 +94,22 @@ Metrics::Metrics()
                       .Help("Frames answered SUPERSEDED because a newer frame of the robot arrived")
                       .Register(*registry_)
                       .Add({})),
+      checkpoint_duration_(prometheus::BuildHistogram()
+                               .Name("brain_checkpoint_duration_seconds")
+                               .Help("Time to encode, hash and durably write one robot's checkpoint")
+                               .Register(*registry_)
+                               .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.003, 0.01, 0.03, 0.1, 0.3,
+                                                                                1, 3, 10})),
+      checkpoint_bytes_(prometheus::BuildCounter()
+                            .Name("brain_checkpoint_bytes_total")
+                            .Help("Bytes of checkpoints written")
+                            .Register(*registry_)
+                            .Add({})),
+      checkpoints_coalesced_(prometheus::BuildCounter()
+                                 .Name("brain_checkpoints_coalesced_total")
+                                 .Help("Checkpoints replaced by a newer one of the same robot before being written")
+                                 .Register(*registry_)
+                                 .Add({})),
       sessions_active_(prometheus::BuildGauge()
                            .Name("brain_sessions_active")
                            .Help("Robots with a live Cycle stream")
@@ -141,6 +167,13 @@ Metrics::Metrics()
   for (int r = 0; r < static_cast<int>(RejectReason::kCount); ++r) {
     rejected_[r] = &rejected.Add({{"reason", RejectReasonName(static_cast<RejectReason>(r))}});
   }
+  auto& failures = prometheus::BuildCounter()
+                       .Name("brain_checkpoint_failures_total")
+                       .Help("Checkpoints not written, or refused when read, by reason")
+                       .Register(*registry_);
+  for (int f = 0; f < static_cast<int>(CheckpointFailure::kCount); ++f) {
+    checkpoint_failures_[f] = &failures.Add({{"reason", CheckpointFailureName(static_cast<CheckpointFailure>(f))}});
+  }
   auto& hrr = prometheus::BuildCounter()
                   .Name("brain_hrr_operations_total")
                   .Help("Vectors processed by the Memory service, by operation (stored, returned, "
@@ -173,6 +206,17 @@ void Metrics::RecordRejected(RejectReason reason) {
 }
 
 void Metrics::RecordSuperseded() { superseded_.Increment(); }
+
+void Metrics::RecordCheckpoint(double seconds, int64_t bytes) {
+  checkpoint_duration_.Observe(seconds);
+  checkpoint_bytes_.Increment(double(bytes));
+}
+
+void Metrics::RecordCheckpointFailure(CheckpointFailure failure) {
+  checkpoint_failures_[static_cast<int>(failure)]->Increment();
+}
+
+void Metrics::RecordCheckpointCoalesced() { checkpoints_coalesced_.Increment(); }
 
 void Metrics::SetSessionsActive(int sessions) { sessions_active_.Set(sessions); }
 

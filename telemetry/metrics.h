@@ -35,6 +35,16 @@ enum class RejectReason {
 
 const char* RejectReasonName(RejectReason reason);
 
+// Why a checkpoint failed (label `reason` of brain_checkpoint_failures_total).
+enum class CheckpointFailure {
+  kWrite,    // the file could not be written (a full disk, a read-only directory)
+  kCorrupt,  // a checkpoint read at a Hello was cut short, damaged or another robot's
+  kForeign,  // a checkpoint read at a Hello came from another format version or field shape
+  kCount
+};
+
+const char* CheckpointFailureName(CheckpointFailure failure);
+
 // The Memory service's operations (label `op` of brain_hrr_operations_total).
 enum class HrrOp {
   kPut,
@@ -72,6 +82,12 @@ class Metrics final : public StageTimingSink {
   void RecordQueueWait(double seconds);
   void RecordRejected(RejectReason reason);
   void RecordSuperseded();
+  // brain_checkpoint_duration_seconds (encode, hash, write, fsync, rename) and
+  // brain_checkpoint_bytes_total, per checkpoint written.
+  void RecordCheckpoint(double seconds, int64_t bytes);
+  void RecordCheckpointFailure(CheckpointFailure failure);
+  // brain_checkpoints_coalesced_total: a robot's checkpoint replaced before it was written.
+  void RecordCheckpointCoalesced();
   void SetSessionsActive(int sessions);
   // brain_engine_healthy: 1 from the start, 0 once the engine has latched a failure.
   void SetEngineHealthy(bool healthy);
@@ -102,6 +118,10 @@ class Metrics final : public StageTimingSink {
   prometheus::Counter& cycles_total_;
   std::array<prometheus::Counter*, static_cast<int>(RejectReason::kCount)> rejected_{};
   prometheus::Counter& superseded_;
+  prometheus::Histogram& checkpoint_duration_;
+  prometheus::Counter& checkpoint_bytes_;
+  prometheus::Counter& checkpoints_coalesced_;
+  std::array<prometheus::Counter*, static_cast<int>(CheckpointFailure::kCount)> checkpoint_failures_{};
   prometheus::Gauge& sessions_active_;
   prometheus::Gauge& pool_bytes_;
   prometheus::Gauge& engine_healthy_;

@@ -1,0 +1,107 @@
+#include "server/checkpoint/checkpoint_files.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace fieldbrain::server {
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+absl::Status FsyncPath(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("open ", path, ": ", Errno()));
+  const int rc = ::fsync(fd);
+  const std::string error = rc != 0 ? Errno() : "";
+  ::close(fd);
+  if (rc != 0) return absl::UnavailableError(absl::StrCat("fsync ", path, ": ", error));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir, const std::string& robot_id) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(robot_id.data(), robot_id.size(), digest, &n, EVP_sha256(), nullptr);
+  const std::string hex = absl::BytesToHexString(std::string(reinterpret_cast<const char*>(digest), n));
+  return absl::StrCat(dir, "/", hex.substr(0, 32), ".ckpt");
+}
+
+absl::Status CheckCheckpointDir(const std::string& dir) {
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint_dir=", dir, ": ", Errno()));
+  }
+  if (!S_ISDIR(info.st_mode)) return absl::InvalidArgumentError(absl::StrCat("--checkpoint_dir=", dir, ": not a directory"));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint_dir=", dir, ": not writable: ", Errno()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("create ", tmp, ": ", Errno()));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string error = n < 0 ? Errno() : "no progress";
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return absl::UnavailableError(absl::StrCat("write ", tmp, ": ", error));
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    const std::string error = Errno();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("fsync ", tmp, ": ", error));
+  }
+  ::close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string error = Errno();
+    ::unlink(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("rename ", tmp, ": ", error));
+  }
+  const size_t slash = path.find_last_of('/');
+  return FsyncPath(slash == std::string::npos ? "." : path.substr(0, slash), O_RDONLY | O_DIRECTORY);
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no checkpoint"));
+    return absl::UnavailableError(absl::StrCat("open ", path, ": ", Errno()));
+  }
+  std::string out;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string error = Errno();
+      ::close(fd);
+      return absl::UnavailableError(absl::StrCat("read ", path, ": ", error));
+    }
+    if (n == 0) break;
+    out.append(buffer, size_t(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace fieldbrain::server

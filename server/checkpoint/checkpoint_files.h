@@ -1,0 +1,25 @@
+// Where a robot's checkpoint lives and how it is written: to a temporary file in the same
+// directory, fsynced, renamed over the old one, and the directory fsynced, so a crash at any
+// moment leaves either the old checkpoint or the new one, never a mix.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace fieldbrain::server {
+
+// dir/<first 32 hex digits of SHA-256(robot_id)>.ckpt: robot ids are arbitrary bytes, file names
+// must not be; the id itself is inside the file.
+std::string CheckpointPath(const std::string& dir, const std::string& robot_id);
+
+// Refuses a directory that does not exist or cannot be written (checked at start).
+absl::Status CheckCheckpointDir(const std::string& dir);
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+
+// NotFound when there is no file; other errors say why it could not be read.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+}  // namespace fieldbrain::server

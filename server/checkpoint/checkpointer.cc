@@ -1,0 +1,181 @@
+#include "server/checkpoint/checkpointer.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/checkpoint/checkpoint_files.h"
+#include "server/log.h"
+
+namespace fieldbrain::server {
+
+Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics)
+    : dir_(std::move(dir)), metrics_(metrics), slots_(size_t(max_robots)) {
+  writer_ = std::thread([this] { WriterLoop(); });
+}
+
+void Checkpointer::set_shape(FieldShape shape) {
+  absl::MutexLock lock(&mu_);
+  shape_ = shape;
+}
+
+Checkpointer::~Checkpointer() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  writer_.join();
+}
+
+void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256) {
+  absl::MutexLock lock(&mu_);
+  if (slot < 0 || size_t(slot) >= slots_.size()) return;
+  slots_[size_t(slot)] = Binding{robot_id, token_sha256};
+}
+
+void Checkpointer::Discard(const std::string& robot_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    pending_.erase(robot_id);
+    for (std::optional<Binding>& b : slots_) {
+      if (b.has_value() && b->robot_id == robot_id) b.reset();
+    }
+  }
+  std::remove(CheckpointPath(dir_, robot_id).c_str());
+}
+
+absl::StatusOr<DecodedCheckpoint> Checkpointer::Load(const std::string& robot_id) {
+  const std::string path = CheckpointPath(dir_, robot_id);
+  absl::StatusOr<std::string> bytes = ReadWholeFile(path);
+  if (!bytes.ok()) return bytes.status();
+  FieldShape shape;
+  {
+    absl::MutexLock lock(&mu_);
+    shape = shape_;
+  }
+  absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(*bytes, shape);
+  if (decoded.ok() && decoded->header.robot_id != robot_id) {
+    decoded = absl::DataLossError("the file holds another robot's brain");
+  }
+  if (!decoded.ok()) {
+    const bool foreign = absl::IsFailedPrecondition(decoded.status());
+    if (metrics_ != nullptr) {
+      metrics_->RecordCheckpointFailure(foreign ? telemetry::CheckpointFailure::kForeign
+                                                : telemetry::CheckpointFailure::kCorrupt);
+    }
+    std::rename(path.c_str(), (path + ".refused").c_str());
+    LogWarning("checkpoint of robot_id \"", robot_id, "\" refused (", path, ".refused): ", decoded.status().message(),
+               "; the robot gets a new brain");
+    return absl::Status(decoded.status().code(), absl::StrCat("its checkpoint was refused: ", decoded.status().message()));
+  }
+  return decoded;
+}
+
+std::array<uint8_t, 32> Checkpointer::TokenHash(const std::string& token) {
+  std::array<uint8_t, 32> digest{};
+  unsigned int n = 0;
+  if (EVP_Digest(token.data(), token.size(), digest.data(), &n, EVP_sha256(), nullptr) != 1) digest.fill(0xff);
+  return digest;
+}
+
+bool Checkpointer::TokenMatches(const CheckpointHeader& header, const std::string& token) {
+  if (token.empty()) return false;
+  const std::array<uint8_t, 32> digest = TokenHash(token);
+  return CRYPTO_memcmp(digest.data(), header.resume_token_sha256.data(), digest.size()) == 0;
+}
+
+bool Checkpointer::Wants(int slot) const {
+  absl::MutexLock lock(&mu_);
+  return slot >= 0 && size_t(slot) < slots_.size() && slots_[size_t(slot)].has_value();
+}
+
+void Checkpointer::Take(int slot, BrainSnapshot snapshot, SnapshotReason reason) {
+  absl::MutexLock lock(&mu_);
+  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return;
+  const Binding binding = *slots_[size_t(slot)];
+  if (reason == SnapshotReason::kReleased) slots_[size_t(slot)].reset();
+  Job job;
+  job.header.shape = snapshot.shape;
+  job.header.sensor_count = snapshot.params.sensor_count;
+  job.header.motor_count = snapshot.params.motor_count;
+  job.header.seed = snapshot.params.seed;
+  job.header.cycle = snapshot.state.cycle;
+  job.header.robot_id = binding.robot_id;
+  job.header.resume_token_sha256 = binding.token_sha256;
+  job.snapshot = std::move(snapshot);
+  auto [it, inserted] = pending_.insert_or_assign(binding.robot_id, std::move(job));
+  if (!inserted && metrics_ != nullptr) metrics_->RecordCheckpointCoalesced();
+}
+
+bool Checkpointer::Flush(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.empty() && writing_ == 0; };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+}
+
+int64_t Checkpointer::written() const {
+  absl::MutexLock lock(&mu_);
+  return written_;
+}
+
+int64_t Checkpointer::failures() const {
+  absl::MutexLock lock(&mu_);
+  return failures_;
+}
+
+void Checkpointer::WriterLoop() {
+  for (;;) {
+    Job job;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !pending_.empty(); };
+      mu_.Await(absl::Condition(&ready));
+      if (pending_.empty()) return;  // stopping, and everything is written
+      auto it = pending_.begin();
+      job = std::move(it->second);
+      pending_.erase(it);
+      ++writing_;
+    }
+    WriteOne(std::move(job));
+  }
+}
+
+void Checkpointer::WriteOne(Job job) {
+  const absl::Time start = absl::Now();
+  const std::string bytes = EncodeCheckpoint(job.header, job.snapshot);
+  const absl::Status status = WriteFileAtomically(CheckpointPath(dir_, job.header.robot_id), bytes);
+  const absl::Duration took = absl::Now() - start;
+  bool retry = false;
+  {
+    absl::MutexLock lock(&mu_);
+    --writing_;
+    if (status.ok()) {
+      ++written_;
+    } else {
+      ++failures_;
+      // Retried with the next write of this robot, or now if none is coming (a full disk may
+      // clear); never ahead of a newer snapshot.
+      retry = !stopping_ && pending_.find(job.header.robot_id) == pending_.end();
+    }
+  }
+  if (status.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordCheckpoint(absl::ToDoubleSeconds(took), int64_t(bytes.size()));
+    return;
+  }
+  if (metrics_ != nullptr) metrics_->RecordCheckpointFailure(telemetry::CheckpointFailure::kWrite);
+  LogError("checkpoint of robot_id \"", job.header.robot_id, "\" not written: ", status.message(),
+           retry ? "; retrying in 1 s" : "");
+  if (retry) {
+    absl::SleepFor(absl::Seconds(1));
+    absl::MutexLock lock(&mu_);
+    if (!stopping_ && pending_.find(job.header.robot_id) == pending_.end()) {
+      pending_.emplace(job.header.robot_id, std::move(job));
+    }
+  }
+}
+
+}  // namespace fieldbrain::server

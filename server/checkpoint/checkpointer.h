@@ -1,0 +1,91 @@
+// Checkpointer: keeps every robot's brain on disk (--checkpoint_dir) so a daemon restart loses
+// nothing a robot cannot get back with its resume token.
+//
+// The engine thread only hands over copies (SnapshotSink::Take: a snapshot it has just taken);
+// encoding, hashing and writing run on the Checkpointer's own writer thread, so a slow disk never
+// delays a cycle. The writer keeps at most one pending checkpoint per robot: a newer one replaces
+// an older one not yet written (counted as coalesced). A write that fails (a full disk) is
+// counted and logged and retried, unless a newer one arrived meanwhile.
+//
+// Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
+// fresh brain (its file is deleted and no snapshot of the old brain is written afterwards).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/snapshot_sink.h"
+#include "telemetry/metrics.h"
+
+namespace fieldbrain::server {
+
+class Checkpointer final : public SnapshotSink {
+ public:
+  // `dir` must exist and be writable (CheckCheckpointDir). `metrics` nullable, not owned.
+  Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics);
+  // The daemon's field shape, known once the engine is made; set before the first Load.
+  void set_shape(FieldShape shape);
+  ~Checkpointer() override;  // writes what is pending, then stops the writer
+
+  // Any thread. `slot` now holds `robot_id`'s brain, resumable with the token whose SHA-256 this is.
+  void Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256);
+  // Any thread. Deletes the robot's checkpoint and forgets its slots: a fresh brain replaces it.
+  void Discard(const std::string& robot_id);
+  // Any thread. The robot's last checkpoint: NotFound when it has none; a refusal (corrupt,
+  // foreign shape, future version) with the reason, after which the file is set aside as
+  // <file>.refused, logged once and counted.
+  absl::StatusOr<DecodedCheckpoint> Load(const std::string& robot_id);
+
+  // SnapshotSink, engine thread.
+  bool Wants(int slot) const override;
+  void Take(int slot, BrainSnapshot snapshot, SnapshotReason reason) override;
+
+  // Waits until every pending checkpoint is written (or failed) or `timeout` passes; false then.
+  bool Flush(absl::Duration timeout);
+
+  // SHA-256 of a resume token, as checkpoints store it; and whether `token` is the one `header`
+  // was written for (constant time).
+  static std::array<uint8_t, 32> TokenHash(const std::string& token);
+  static bool TokenMatches(const CheckpointHeader& header, const std::string& token);
+
+  int64_t written() const;
+  int64_t failures() const;
+
+ private:
+  struct Binding {
+    std::string robot_id;
+    std::array<uint8_t, 32> token_sha256{};
+  };
+  struct Job {
+    CheckpointHeader header;
+    BrainSnapshot snapshot;
+  };
+  void WriterLoop();
+  void WriteOne(Job job);
+
+  const std::string dir_;
+  telemetry::Metrics* const metrics_;
+
+  mutable absl::Mutex mu_;
+  FieldShape shape_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::optional<Binding>> slots_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // robot_id -> newest unwritten
+  int writing_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread writer_;
+};
+
+}  // namespace fieldbrain::server

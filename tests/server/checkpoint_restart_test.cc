@@ -1,0 +1,181 @@
+// Brains that survive a daemon restart (server/checkpoint/): the daemon is stopped and started
+// again on the same --checkpoint_dir, in process, on the CPU engine. A robot that comes back with
+// its resume token continues its cycle count and answers, bit for bit, what a brain that never
+// stopped answers; one without the token is refused; a damaged file gives a new brain, a log line
+// and a metric; a disk that fails is counted and never stops cycles.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "raw_stream.h"
+#include "server/brain_server.h"
+#include "server/checkpoint/checkpoint_files.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "test_server_config.h"
+
+namespace fieldbrain::server {
+namespace {
+
+using brain::v1::MotorFrame;
+using brain::v1::Welcome;
+using testing::FrameRequest;
+using testing::MakeHello;
+using testing::RawStream;
+using testing::TestServerConfig;
+using ::testing::HasSubstr;
+
+// Frame t's sensors and reward: the same for every run.
+brain::v1::CycleRequest Frame(int t) {
+  std::vector<float> v(4);
+  for (int i = 0; i < 4; ++i) v[size_t(i)] = std::sin(0.37f * float(t) + float(i));
+  return FrameRequest(uint64_t(t), v, std::cos(0.11f * float(t)) * 0.5f);
+}
+
+class CheckpointRestartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/checkpoints." + std::to_string(::getpid()) + "." +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ::mkdir(dir_.c_str(), 0700);
+  }
+
+  std::unique_ptr<BrainServer> Start(const std::string& dir, int every = 1000) {
+    ServerConfig c = TestServerConfig();
+    c.checkpoint_dir = dir;
+    c.checkpoint_every_cycles = every;
+    absl::StatusOr<std::unique_ptr<BrainServer>> s = BrainServer::Start(c, "test");
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  static std::unique_ptr<brain::v1::Brain::Stub> StubOf(BrainServer& server) {
+    return brain::v1::Brain::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                                         grpc::InsecureChannelCredentials()));
+  }
+
+  static brain::v1::Hello HelloOf(const std::string& id, const std::string& token = "") {
+    brain::v1::Hello h = MakeHello(id);
+    h.set_seed(99);
+    h.set_resume_token(token);
+    return h;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CheckpointRestartTest, ARestartedDaemonGivesTheBrainBackAndItAnswersBitForBit) {
+  // The reference: one brain, 60 frames, no restart.
+  std::vector<MotorFrame> reference;
+  {
+    std::unique_ptr<BrainServer> server = Start("");
+    auto stub = StubOf(*server);
+    RawStream s(stub.get());
+    ASSERT_TRUE(s.Open(HelloOf("reference")).has_value());
+    for (int t = 1; t <= 60; ++t) reference.push_back(*s.Step(Frame(t)));
+  }
+  std::vector<MotorFrame> restarted;
+  std::string token;
+  {
+    std::unique_ptr<BrainServer> server = Start(dir_);
+    auto stub = StubOf(*server);
+    RawStream s(stub.get());
+    std::optional<Welcome> w = s.Open(HelloOf("car"));
+    ASSERT_TRUE(w.has_value());
+    token = w->resume_token();
+    for (int t = 1; t <= 30; ++t) restarted.push_back(*s.Step(Frame(t)));
+    server->Shutdown();  // what SIGTERM does: every brain to disk first
+    EXPECT_GE(server->checkpointer()->written(), 1);  // at shutdown (and maybe at the stream's end)
+  }
+  std::unique_ptr<BrainServer> server = Start(dir_);
+  auto stub = StubOf(*server);
+  {
+    RawStream tokenless(stub.get());
+    EXPECT_FALSE(tokenless.Open(HelloOf("car")).has_value());
+    const grpc::Status refused = tokenless.Finish();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(refused.error_message(), HasSubstr("has a checkpointed brain (cycle 30)"));
+  }
+  RawStream s(stub.get());
+  std::optional<Welcome> back = s.Open(HelloOf("car", token));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->resumed());
+  EXPECT_EQ(back->cycle(), 30u);
+  EXPECT_EQ(back->seed(), 99u);
+  EXPECT_EQ(back->resume_token(), token) << "the same token keeps working";
+  for (int t = 31; t <= 60; ++t) restarted.push_back(*s.Step(Frame(t)));
+  ASSERT_EQ(restarted.size(), reference.size());
+  for (size_t i = 0; i < reference.size(); ++i) {
+    ASSERT_EQ(restarted[i].status(), brain::v1::OK);
+    ASSERT_EQ(restarted[i].cycle(), reference[i].cycle());
+    ASSERT_EQ(restarted[i].values_size(), reference[i].values_size());
+    for (int k = 0; k < reference[i].values_size(); ++k) {
+      ASSERT_EQ(restarted[i].values(k), reference[i].values(k)) << "frame " << i + 1 << " motor " << k;
+    }
+    ASSERT_EQ(restarted[i].confidence(), reference[i].confidence()) << "frame " << i + 1;
+    ASSERT_EQ(restarted[i].prediction_error(), reference[i].prediction_error()) << "frame " << i + 1;
+  }
+}
+
+TEST_F(CheckpointRestartTest, CheckpointsAreWrittenEveryNCyclesAndOnDisconnect) {
+  std::unique_ptr<BrainServer> server = Start(dir_, /*every=*/10);
+  auto stub = StubOf(*server);
+  {
+    RawStream s(stub.get());
+    ASSERT_TRUE(s.Open(HelloOf("walker")).has_value());
+    for (int t = 1; t <= 25; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
+    ASSERT_TRUE(server->checkpointer()->Flush(absl::Seconds(10)));
+    absl::StatusOr<std::string> bytes = ReadWholeFile(CheckpointPath(dir_, "walker"));
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_EQ(DecodeCheckpoint(*bytes, FieldShape::Small())->header.cycle, 20u);
+    EXPECT_EQ(server->checkpointer()->written(), 2);  // cycles 10 and 20
+  }
+  // The robot went away: its brain (cycle 25) goes to disk although it is kept in memory.
+  for (int i = 0; i < 500 && server->checkpointer()->written() < 3; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(server->checkpointer()->Flush(absl::Seconds(10)));
+  absl::StatusOr<std::string> bytes = ReadWholeFile(CheckpointPath(dir_, "walker"));
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(DecodeCheckpoint(*bytes, FieldShape::Small())->header.cycle, 25u);
+  const std::string metrics = server->metrics().Scrape();
+  EXPECT_THAT(metrics, HasSubstr("brain_checkpoint_duration_seconds_count 3"));
+  EXPECT_THAT(metrics, HasSubstr("brain_checkpoint_bytes_total"));
+}
+
+TEST_F(CheckpointRestartTest, ADamagedCheckpointGivesANewBrainALogLineAndAMetric) {
+  std::ofstream(CheckpointPath(dir_, "dented")) << "what a full disk and a crash left behind";
+  std::unique_ptr<BrainServer> server = Start(dir_);
+  auto stub = StubOf(*server);
+  RawStream s(stub.get());
+  std::optional<Welcome> w = s.Open(HelloOf("dented", "00112233445566778899aabbccddeeff"));
+  ASSERT_TRUE(w.has_value());
+  EXPECT_FALSE(w->resumed());
+  EXPECT_EQ(w->cycle(), 0u);
+  EXPECT_THAT(server->metrics().Scrape(), HasSubstr("brain_checkpoint_failures_total{reason=\"corrupt\"} 1"));
+  struct stat info {};
+  EXPECT_EQ(::stat((CheckpointPath(dir_, "dented") + ".refused").c_str(), &info), 0) << "set aside, not retried";
+}
+
+TEST_F(CheckpointRestartTest, ADiskThatFailsIsCountedAndNeverStopsCycles) {
+  std::unique_ptr<BrainServer> server = Start(dir_, /*every=*/5);
+  auto stub = StubOf(*server);
+  RawStream s(stub.get());
+  ASSERT_TRUE(s.Open(HelloOf("roamer")).has_value());
+  ASSERT_EQ(::rmdir(dir_.c_str()), 0);  // the disk goes away under the daemon
+  for (int t = 1; t <= 40; ++t) {
+    std::optional<MotorFrame> m = s.Step(Frame(t));
+    ASSERT_TRUE(m.has_value());
+    ASSERT_EQ(m->status(), brain::v1::OK);
+  }
+  server->checkpointer()->Flush(absl::Seconds(5));
+  EXPECT_GE(server->checkpointer()->failures(), 1);
+  EXPECT_THAT(server->metrics().Scrape(), ::testing::ContainsRegex("brain_checkpoint_failures_total\\{reason=\"write\"\\} [1-9]"));
+}
+
+}  // namespace
+}  // namespace fieldbrain::server
