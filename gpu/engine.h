@@ -86,6 +86,9 @@ class Engine {
   virtual absl::Status RunBatch(int n) = 0;
 
   virtual absl::StatusOr<BrainSnapshot> Snapshot(int slot) = 0;
+  // The same into `out`, reusing its buffers: with out's vectors already of the shape's sizes
+  // (a checkpoint buffer allocated at start), nothing is allocated.
+  virtual absl::Status SnapshotInto(int slot, BrainSnapshot& out) = 0;
   // Overwrites a live slot's brain; the snapshot's shape must match and its counts fit.
   virtual absl::Status Restore(int slot, const BrainSnapshot& snapshot) = 0;
 

@@ -88,10 +88,15 @@ void BatchScheduler::SnapshotAll() {
     // Also once drained (the shutdown case): on the engine thread the engine is still there and
     // runs no batch. A job run on the caller's thread after the engine thread ended does nothing.
     if (std::this_thread::get_id() == thread_.get_id()) {
+      // Every brain, so wait for a free buffer where the writer is behind (nothing else runs now).
       for (int slot = 0; slot < facts_.max_robots; ++slot) {
         if (!sink->Wants(slot)) continue;
-        absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
-        if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kShutdown);
+        BrainSnapshot* buffer = sink->Claim(slot);
+        for (int tries = 0; buffer == nullptr && sink->Wants(slot) && tries < 10000; ++tries) {
+          absl::SleepFor(absl::Milliseconds(1));
+          buffer = sink->Claim(slot);
+        }
+        if (buffer != nullptr) sink->Take(slot, buffer, engine_->SnapshotInto(slot, *buffer).ok(), SnapshotReason::kShutdown);
       }
     }
     done.Notify();
@@ -102,10 +107,8 @@ void BatchScheduler::SnapshotAll() {
 void BatchScheduler::SnapshotSlot(int slot) {
   SnapshotSink* sink = options_.snapshot_sink;
   if (sink == nullptr) return;
-  RunOnEngineThread([this, sink, slot](EngineJobState state) {
-    if (state != EngineJobState::kServing || !sink->Wants(slot)) return;
-    absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
-    if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kPeriodic);
+  RunOnEngineThread([this, slot](EngineJobState state) {
+    if (state == EngineJobState::kServing) SnapshotToSink(slot, SnapshotReason::kPeriodic);
   });
 }
 
@@ -269,6 +272,14 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
   stopped_ = true;
 }
 
+void BatchScheduler::SnapshotToSink(int slot, SnapshotReason reason) {
+  SnapshotSink* sink = options_.snapshot_sink;
+  if (sink == nullptr) return;
+  BrainSnapshot* buffer = sink->Claim(slot);
+  if (buffer == nullptr) return;
+  sink->Take(slot, buffer, engine_->SnapshotInto(slot, *buffer).ok(), reason);
+}
+
 void BatchScheduler::ReleaseSlot(int slot) {
   {
     absl::MutexLock lock(&mu_);
@@ -279,11 +290,9 @@ void BatchScheduler::ReleaseSlot(int slot) {
       not_run_.push_back(InFlight{p.sink, p.seq, slot, p.arrival});
     }
   }
-  if (SnapshotSink* sink = options_.snapshot_sink; sink != nullptr && sink->Wants(slot)) {
-    // The brain's last state, before the slot forgets it (a copy; the writer thread does the rest).
-    absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
-    if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kReleased);
-  }
+  // The brain's last state, before the slot forgets it (a copy; the writer thread does the rest).
+  SnapshotToSink(slot, SnapshotReason::kReleased);
+  if (options_.snapshot_sink != nullptr) options_.snapshot_sink->Released(slot);
   if (engine_->ReleaseBrain(slot)) {
     releases_.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -422,9 +431,9 @@ void BatchScheduler::RunAndDeliver(int n) {
   if (SnapshotSink* sink = options_.snapshot_sink; sink != nullptr && options_.snapshot_every_cycles > 0) {
     for (int i = 0; i < n; ++i) {
       const int slot = batch_[i].slot;
-      if (outputs[i].cycle % options_.snapshot_every_cycles != 0 || !sink->Wants(slot)) continue;
-      absl::StatusOr<BrainSnapshot> snapshot = engine_->Snapshot(slot);
-      if (snapshot.ok()) sink->Take(slot, *std::move(snapshot), SnapshotReason::kPeriodic);
+      if (outputs[i].cycle % options_.snapshot_every_cycles == 0 && sink->Wants(slot)) {
+        SnapshotToSink(slot, SnapshotReason::kPeriodic);
+      }
     }
   }
   if (options_.batch_observer) {

@@ -170,6 +170,8 @@ class BatchScheduler {
   void Run(absl::Notification* started, absl::Status* start_status);
   void RunCommands();
   void ReleaseSlot(int slot);
+  // Engine thread: a copy of `slot`'s brain into a buffer of the snapshot sink, if it wants one.
+  void SnapshotToSink(int slot, SnapshotReason reason);
   // Takes the releases queued since this round began out of the inbox and runs them now; false
   // when there were none.
   bool RunQueuedReleases();

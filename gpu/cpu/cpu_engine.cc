@@ -162,8 +162,13 @@ class CpuEngine final : public Engine {
   }
 
   absl::StatusOr<BrainSnapshot> Snapshot(int slot) override {
-    if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
     BrainSnapshot s;
+    if (absl::Status st = SnapshotInto(slot, s); !st.ok()) return st;
+    return s;
+  }
+
+  absl::Status SnapshotInto(int slot, BrainSnapshot& s) override {
+    if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
     s.shape = config_.shape;
     s.params = *Params(slot);
     s.state = *State(slot);
@@ -174,7 +179,7 @@ class CpuEngine final : public Engine {
     s.memory = *Memory(slot);
     const float* stored = MemoryPatterns(slot);
     s.memory_patterns.assign(stored, stored + size_t(kMemoryEntries * pool_.pattern_floats()));
-    return s;
+    return absl::OkStatus();
   }
 
   absl::Status Restore(int slot, const BrainSnapshot& s) override {

@@ -82,6 +82,7 @@ class CudaEngine final : public Engine {
   absl::StatusOr<int> CreateBrain(const BrainSpec& spec) override;
   absl::Status RunBatch(int n) override;
   absl::StatusOr<BrainSnapshot> Snapshot(int slot) override;
+  absl::Status SnapshotInto(int slot, BrainSnapshot& snap) override;
   absl::Status Restore(int slot, const BrainSnapshot& snapshot) override;
 
   const CudaCounters& counters() const { return counters_; }
@@ -307,9 +308,14 @@ std::optional<DeviceMemory> CudaEngine::device_memory() const {
 }
 
 absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
+  BrainSnapshot snap;
+  FB_RETURN_IF_ERROR(SnapshotInto(slot, snap));
+  return snap;
+}
+
+absl::Status CudaEngine::SnapshotInto(int slot, BrainSnapshot& snap) {
   if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
-  BrainSnapshot snap;
   snap.shape = config_.shape;
   snap.field.resize(size_t(config_.shape.floats()));
   snap.pattern.resize(size_t(PatternFloats()));
@@ -325,7 +331,7 @@ absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
   FB_CUDA_CHECK(CopyAsync(counters_, snap.memory_patterns.data(), MemoryPatterns(slot),
                           snap.memory_patterns.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
   FB_CUDA_CHECK(cudaStreamSynchronize(s));
-  return snap;
+  return absl::OkStatus();
 }
 
 absl::Status CudaEngine::Restore(int slot, const BrainSnapshot& snap) {

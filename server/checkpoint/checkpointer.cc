@@ -21,6 +21,20 @@ Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* 
 void Checkpointer::set_shape(FieldShape shape) {
   absl::MutexLock lock(&mu_);
   shape_ = shape;
+  const size_t pattern = size_t(shape.memory()) * size_t(shape.coarse_voxels());
+  for (int i = 0; i < kBuffers; ++i) {
+    auto buffer = std::make_unique<BrainSnapshot>();
+    buffer->shape = shape;
+    buffer->field.resize(size_t(shape.floats()));
+    buffer->pattern.resize(pattern);
+    buffer->memory_patterns.resize(pattern * kMemoryEntries);
+    free_.push_back(buffer.get());
+    buffers_.push_back(std::move(buffer));
+  }
+}
+
+void Checkpointer::FreeLocked(BrainSnapshot* buffer) {
+  if (buffer != nullptr) free_.push_back(buffer);
 }
 
 Checkpointer::~Checkpointer() {
@@ -40,7 +54,10 @@ void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<
 void Checkpointer::Discard(const std::string& robot_id) {
   {
     absl::MutexLock lock(&mu_);
-    pending_.erase(robot_id);
+    if (auto it = pending_.find(robot_id); it != pending_.end()) {
+      FreeLocked(it->second.snapshot);
+      pending_.erase(it);
+    }
     for (std::optional<Binding>& b : slots_) {
       if (b.has_value() && b->robot_id == robot_id) b.reset();
     }
@@ -93,22 +110,47 @@ bool Checkpointer::Wants(int slot) const {
   return slot >= 0 && size_t(slot) < slots_.size() && slots_[size_t(slot)].has_value();
 }
 
-void Checkpointer::Take(int slot, BrainSnapshot snapshot, SnapshotReason reason) {
+BrainSnapshot* Checkpointer::Claim(int slot) {
   absl::MutexLock lock(&mu_);
-  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return;
+  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return nullptr;
+  if (free_.empty()) {
+    if (metrics_ != nullptr) metrics_->RecordCheckpointCoalesced();
+    return nullptr;
+  }
+  BrainSnapshot* buffer = free_.back();
+  free_.pop_back();
+  return buffer;
+}
+
+void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied, SnapshotReason reason) {
+  absl::MutexLock lock(&mu_);
+  if (!copied || slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) {
+    FreeLocked(buffer);
+    return;
+  }
   const Binding binding = *slots_[size_t(slot)];
   if (reason == SnapshotReason::kReleased) slots_[size_t(slot)].reset();
   Job job;
-  job.header.shape = snapshot.shape;
-  job.header.sensor_count = snapshot.params.sensor_count;
-  job.header.motor_count = snapshot.params.motor_count;
-  job.header.seed = snapshot.params.seed;
-  job.header.cycle = snapshot.state.cycle;
+  job.header.shape = buffer->shape;
+  job.header.sensor_count = buffer->params.sensor_count;
+  job.header.motor_count = buffer->params.motor_count;
+  job.header.seed = buffer->params.seed;
+  job.header.cycle = buffer->state.cycle;
   job.header.robot_id = binding.robot_id;
   job.header.resume_token_sha256 = binding.token_sha256;
-  job.snapshot = std::move(snapshot);
-  auto [it, inserted] = pending_.insert_or_assign(binding.robot_id, std::move(job));
-  if (!inserted && metrics_ != nullptr) metrics_->RecordCheckpointCoalesced();
+  job.snapshot = buffer;
+  if (auto it = pending_.find(binding.robot_id); it != pending_.end()) {
+    FreeLocked(it->second.snapshot);  // replaced before it was written
+    it->second = std::move(job);
+    if (metrics_ != nullptr) metrics_->RecordCheckpointCoalesced();
+  } else {
+    pending_.emplace(binding.robot_id, std::move(job));
+  }
+}
+
+void Checkpointer::Released(int slot) {
+  absl::MutexLock lock(&mu_);
+  if (slot >= 0 && size_t(slot) < slots_.size()) slots_[size_t(slot)].reset();
 }
 
 bool Checkpointer::Flush(absl::Duration timeout) {
@@ -146,7 +188,7 @@ void Checkpointer::WriterLoop() {
 
 void Checkpointer::WriteOne(Job job) {
   const absl::Time start = absl::Now();
-  const std::string bytes = EncodeCheckpoint(job.header, job.snapshot);
+  const std::string bytes = EncodeCheckpoint(job.header, *job.snapshot);
   const absl::Status status = WriteFileAtomically(CheckpointPath(dir_, job.header.robot_id), bytes);
   const absl::Duration took = absl::Now() - start;
   bool retry = false;
@@ -155,11 +197,17 @@ void Checkpointer::WriteOne(Job job) {
     --writing_;
     if (status.ok()) {
       ++written_;
+      FreeLocked(job.snapshot);
+      job.snapshot = nullptr;
     } else {
       ++failures_;
       // Retried with the next write of this robot, or now if none is coming (a full disk may
       // clear); never ahead of a newer snapshot.
       retry = !stopping_ && pending_.find(job.header.robot_id) == pending_.end();
+      if (!retry) {
+        FreeLocked(job.snapshot);
+        job.snapshot = nullptr;
+      }
     }
   }
   if (status.ok()) {
@@ -174,6 +222,8 @@ void Checkpointer::WriteOne(Job job) {
     absl::MutexLock lock(&mu_);
     if (!stopping_ && pending_.find(job.header.robot_id) == pending_.end()) {
       pending_.emplace(job.header.robot_id, std::move(job));
+    } else {
+      FreeLocked(job.snapshot);  // a newer one is pending, or we are stopping
     }
   }
 }

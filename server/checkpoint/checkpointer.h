@@ -1,11 +1,13 @@
 // Checkpointer: keeps every robot's brain on disk (--checkpoint_dir) so a daemon restart loses
 // nothing a robot cannot get back with its resume token.
 //
-// The engine thread only hands over copies (SnapshotSink::Take: a snapshot it has just taken);
-// encoding, hashing and writing run on the Checkpointer's own writer thread, so a slow disk never
-// delays a cycle. The writer keeps at most one pending checkpoint per robot: a newer one replaces
-// an older one not yet written (counted as coalesced). A write that fails (a full disk) is
-// counted and logged and retried, unless a newer one arrived meanwhile.
+// The engine thread only copies a brain into one of kBuffers snapshot buffers allocated once the
+// field shape is known (set_shape, at start): no allocation on the engine thread. Encoding,
+// hashing and writing run on the Checkpointer's own writer thread, so a slow disk never delays a
+// cycle. The writer keeps at most one pending checkpoint per robot: a newer one replaces an older
+// one not yet written, and a copy that finds no free buffer is skipped; both are counted
+// (brain_checkpoints_coalesced_total). A write that fails (a full disk) is counted, logged and
+// retried, unless a newer one arrived meanwhile.
 //
 // Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
 // fresh brain (its file is deleted and no snapshot of the old brain is written afterwards).
@@ -34,8 +36,11 @@ class Checkpointer final : public SnapshotSink {
  public:
   // `dir` must exist and be writable (CheckCheckpointDir). `metrics` nullable, not owned.
   Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics);
-  // The daemon's field shape, known once the engine is made; set before the first Load.
+  // The daemon's field shape, known once the engine is made: allocates the snapshot buffers. Set
+  // once, before the first Load or Claim.
   void set_shape(FieldShape shape);
+
+  static constexpr int kBuffers = 4;
   ~Checkpointer() override;  // writes what is pending, then stops the writer
 
   // Any thread. `slot` now holds `robot_id`'s brain, resumable with the token whose SHA-256 this is.
@@ -49,7 +54,9 @@ class Checkpointer final : public SnapshotSink {
 
   // SnapshotSink, engine thread.
   bool Wants(int slot) const override;
-  void Take(int slot, BrainSnapshot snapshot, SnapshotReason reason) override;
+  BrainSnapshot* Claim(int slot) override;
+  void Take(int slot, BrainSnapshot* buffer, bool copied, SnapshotReason reason) override;
+  void Released(int slot) override;
 
   // Waits until every pending checkpoint is written (or failed) or `timeout` passes; false then.
   bool Flush(absl::Duration timeout);
@@ -69,10 +76,11 @@ class Checkpointer final : public SnapshotSink {
   };
   struct Job {
     CheckpointHeader header;
-    BrainSnapshot snapshot;
+    BrainSnapshot* snapshot = nullptr;  // one of buffers_, back to free_ once written
   };
   void WriterLoop();
   void WriteOne(Job job);
+  void FreeLocked(BrainSnapshot* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;
   telemetry::Metrics* const metrics_;
@@ -81,6 +89,8 @@ class Checkpointer final : public SnapshotSink {
   FieldShape shape_ ABSL_GUARDED_BY(mu_);
   std::vector<std::optional<Binding>> slots_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // robot_id -> newest unwritten
+  std::vector<std::unique_ptr<BrainSnapshot>> buffers_;       // allocated by set_shape
+  std::vector<BrainSnapshot*> free_ ABSL_GUARDED_BY(mu_);
   int writing_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t written_ ABSL_GUARDED_BY(mu_) = 0;

@@ -19,8 +19,13 @@ class SnapshotSink {
   virtual ~SnapshotSink() = default;
   // Engine thread. Whether `slot` holds a brain whose checkpoints are kept.
   virtual bool Wants(int slot) const = 0;
-  // Engine thread. A copy of `slot`'s brain, taken now.
-  virtual void Take(int slot, BrainSnapshot snapshot, SnapshotReason reason) = 0;
+  // Engine thread. A buffer (allocated at start) to copy `slot`'s brain into, or nullptr when the
+  // sink does not want it or has no buffer free (its writer is behind; counted as skipped).
+  virtual BrainSnapshot* Claim(int slot) = 0;
+  // Engine thread. The buffer from Claim, now holding `slot`'s brain (copied = true) or not.
+  virtual void Take(int slot, BrainSnapshot* buffer, bool copied, SnapshotReason reason) = 0;
+  // Engine thread. `slot` has been freed: it holds no robot's brain until the next Bind.
+  virtual void Released(int slot) = 0;
 };
 
 }  // namespace fieldbrain::server

@@ -18,6 +18,7 @@
 #include "server/brain_server.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpointer.h"
 #include "test_server_config.h"
 
 namespace fieldbrain::server {
@@ -46,8 +47,9 @@ class CheckpointRestartTest : public ::testing::Test {
     ::mkdir(dir_.c_str(), 0700);
   }
 
-  std::unique_ptr<BrainServer> Start(const std::string& dir, int every = 1000) {
+  std::unique_ptr<BrainServer> Start(const std::string& dir, int every = 1000, int robots = 4) {
     ServerConfig c = TestServerConfig();
+    c.max_robots = robots;
     c.checkpoint_dir = dir;
     c.checkpoint_every_cycles = every;
     absl::StatusOr<std::unique_ptr<BrainServer>> s = BrainServer::Start(c, "test");
@@ -145,6 +147,24 @@ TEST_F(CheckpointRestartTest, CheckpointsAreWrittenEveryNCyclesAndOnDisconnect) 
   const std::string metrics = server->metrics().Scrape();
   EXPECT_THAT(metrics, HasSubstr("brain_checkpoint_duration_seconds_count 3"));
   EXPECT_THAT(metrics, HasSubstr("brain_checkpoint_bytes_total"));
+}
+
+TEST_F(CheckpointRestartTest, EveryBrainReachesDiskAtShutdownWithMoreRobotsThanCopyBuffers) {
+  constexpr int kRobots = Checkpointer::kBuffers + 3;
+  std::unique_ptr<BrainServer> server = Start(dir_, /*every=*/1000, kRobots);
+  auto stub = StubOf(*server);
+  std::vector<std::unique_ptr<RawStream>> streams;
+  for (int r = 0; r < kRobots; ++r) {
+    streams.push_back(std::make_unique<RawStream>(stub.get()));
+    ASSERT_TRUE(streams.back()->Open(HelloOf("fleet-" + std::to_string(r))).has_value());
+    for (int t = 1; t <= 5 + r; ++t) ASSERT_TRUE(streams.back()->Step(Frame(t)).has_value());
+  }
+  server->Shutdown();
+  for (int r = 0; r < kRobots; ++r) {
+    absl::StatusOr<std::string> bytes = ReadWholeFile(CheckpointPath(dir_, "fleet-" + std::to_string(r)));
+    ASSERT_TRUE(bytes.ok()) << "robot " << r << ": " << bytes.status();
+    EXPECT_EQ(DecodeCheckpoint(*bytes, FieldShape::Small())->header.cycle, uint64_t(5 + r));
+  }
 }
 
 TEST_F(CheckpointRestartTest, ADamagedCheckpointGivesANewBrainALogLineAndAMetric) {
