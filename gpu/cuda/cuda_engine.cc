@@ -104,6 +104,22 @@ class CudaEngine final : public Engine {
   MemoryBank* Memory(int slot) const { return pool_mem_.at<MemoryBank>(pool_.memory_offset(slot)); }
   float* MemoryPatterns(int slot) const { return pool_mem_.at<float>(pool_.memory_patterns_offset(slot)); }
   int64_t PatternFloats() const { return int64_t(config_.shape.memory()) * config_.shape.coarse_voxels(); }
+  // The snapshot staging area, after the batch staging in the same pinned block (one host
+  // allocation at start): a brain's parts, each aligned, in the order SnapshotInto copies them.
+  struct SnapshotStaging {
+    int64_t field_at, pattern_at, params_at, state_at, memory_at, patterns_at, end;
+  };
+  SnapshotStaging SnapshotLayout() const {
+    SnapshotStaging l{};
+    l.field_at = AlignStaging(layout_.pinned_bytes);
+    l.pattern_at = AlignStaging(l.field_at + config_.shape.floats() * int64_t(sizeof(float)));
+    l.params_at = AlignStaging(l.pattern_at + PatternFloats() * int64_t(sizeof(float)));
+    l.state_at = AlignStaging(l.params_at + int64_t(sizeof(RobotParams)));
+    l.memory_at = AlignStaging(l.state_at + int64_t(sizeof(RobotState)));
+    l.patterns_at = AlignStaging(l.memory_at + int64_t(sizeof(MemoryBank)));
+    l.end = AlignStaging(l.patterns_at + kMemoryEntries * PatternFloats() * int64_t(sizeof(float)));
+    return l;
+  }
 
   EngineConfig config_;
   CudaEngineOptions options_;
@@ -147,7 +163,8 @@ absl::Status CudaEngine::Init() {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the brain pool of ", pool_.bytes(),
                                                      " bytes on ", device_name_, ": ", cudaGetErrorString(e)));
   FB_CUDA_CHECK(AllocateDevice(counters_, size_t(layout_.workspace_bytes), workspace_));
-  FB_CUDA_CHECK(AllocatePinned(counters_, size_t(layout_.pinned_bytes), pinned_));
+  // One pinned block: the batch staging, then the snapshot staging of checkpoints.
+  FB_CUDA_CHECK(AllocatePinned(counters_, size_t(SnapshotLayout().end), pinned_));
   FB_CUDA_CHECK(cudaMemsetAsync(workspace_.data(), 0, workspace_.bytes(), stream_.get()));
   std::memset(pinned_.data(), 0, pinned_.bytes());
 
@@ -317,20 +334,35 @@ absl::Status CudaEngine::SnapshotInto(int slot, BrainSnapshot& snap) {
   if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
   snap.shape = config_.shape;
+  // Resizing to the sizes a checkpoint buffer already has allocates nothing.
   snap.field.resize(size_t(config_.shape.floats()));
   snap.pattern.resize(size_t(PatternFloats()));
   snap.memory_patterns.resize(size_t(kMemoryEntries * PatternFloats()));
+  // Device to the pinned staging (DMA at full speed), then a host copy into the snapshot.
+  const SnapshotStaging l = SnapshotLayout();
   cudaStream_t s = stream_.get();
-  FB_CUDA_CHECK(CopyAsync(counters_, snap.field.data(), Field(pool_.current_buffer(slot)),
-                          snap.field.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
-  FB_CUDA_CHECK(CopyAsync(counters_, snap.pattern.data(), Pattern(slot), snap.pattern.size() * sizeof(float),
+  const size_t field_bytes = snap.field.size() * sizeof(float);
+  const size_t pattern_bytes = snap.pattern.size() * sizeof(float);
+  const size_t patterns_bytes = snap.memory_patterns.size() * sizeof(float);
+  FB_CUDA_CHECK(CopyAsync(counters_, pinned_.at<std::byte>(l.field_at), Field(pool_.current_buffer(slot)), field_bytes,
                           cudaMemcpyDeviceToHost, s));
-  FB_CUDA_CHECK(CopyAsync(counters_, &snap.params, Params(slot), sizeof(RobotParams), cudaMemcpyDeviceToHost, s));
-  FB_CUDA_CHECK(CopyAsync(counters_, &snap.state, State(slot), sizeof(RobotState), cudaMemcpyDeviceToHost, s));
-  FB_CUDA_CHECK(CopyAsync(counters_, &snap.memory, Memory(slot), sizeof(MemoryBank), cudaMemcpyDeviceToHost, s));
-  FB_CUDA_CHECK(CopyAsync(counters_, snap.memory_patterns.data(), MemoryPatterns(slot),
-                          snap.memory_patterns.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, pinned_.at<std::byte>(l.pattern_at), Pattern(slot), pattern_bytes,
+                          cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, pinned_.at<std::byte>(l.params_at), Params(slot), sizeof(RobotParams),
+                          cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, pinned_.at<std::byte>(l.state_at), State(slot), sizeof(RobotState),
+                          cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, pinned_.at<std::byte>(l.memory_at), Memory(slot), sizeof(MemoryBank),
+                          cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(CopyAsync(counters_, pinned_.at<std::byte>(l.patterns_at), MemoryPatterns(slot), patterns_bytes,
+                          cudaMemcpyDeviceToHost, s));
   FB_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::memcpy(snap.field.data(), pinned_.at<std::byte>(l.field_at), field_bytes);
+  std::memcpy(snap.pattern.data(), pinned_.at<std::byte>(l.pattern_at), pattern_bytes);
+  std::memcpy(&snap.params, pinned_.at<std::byte>(l.params_at), sizeof(RobotParams));
+  std::memcpy(&snap.state, pinned_.at<std::byte>(l.state_at), sizeof(RobotState));
+  std::memcpy(&snap.memory, pinned_.at<std::byte>(l.memory_at), sizeof(MemoryBank));
+  std::memcpy(snap.memory_patterns.data(), pinned_.at<std::byte>(l.patterns_at), patterns_bytes);
   return absl::OkStatus();
 }
 
