@@ -4,9 +4,20 @@
 
 namespace fieldbrain::client {
 
+bool IsPrintableAscii(std::string_view s) {
+  for (char c : s) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return !s.empty();
+}
+
 void CycleStream::Start(brain::v1::Brain::Stub* stub, brain::v1::CycleRequest hello,
                         const std::string& bearer_token) {
   if (!bearer_token.empty()) context_.AddMetadata("authorization", "Bearer " + bearer_token);
+  // The key a gRPC proxy routes robots by (consistent hashing on x-robot-id), so a robot reaches the
+  // daemon that holds its brain. Metadata must be printable ASCII; other ids go without it.
+  const std::string& robot_id = hello.hello().profile().robot_id();
+  if (IsPrintableAscii(robot_id)) context_.AddMetadata("x-robot-id", robot_id);
   stub->async()->Cycle(&context_, this);
   {
     absl::MutexLock lock(&mu_);

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/client_callback.h>
@@ -20,6 +22,9 @@
 #include "brain/v1/brain.grpc.pb.h"
 
 namespace fieldbrain::client {
+
+// Whether `s` may go out as a gRPC metadata value (non-empty printable ASCII).
+bool IsPrintableAscii(std::string_view s);
 
 class CycleStream final
     : public grpc::ClientBidiReactor<brain::v1::CycleRequest, brain::v1::CycleResponse> {

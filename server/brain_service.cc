@@ -15,7 +15,8 @@ BrainService::BrainService(ServiceDeps deps) : deps_(std::move(deps)) {}
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BrainService::Cycle(
     grpc::CallbackServerContext* context) {
   // The reactor owns itself: gRPC holds it until OnDone, in-flight frames until answered.
-  return new CycleStream(this, next_stream_id_.fetch_add(1, std::memory_order_relaxed), AuthorizationOf(*context));
+  return new CycleStream(this, next_stream_id_.fetch_add(1, std::memory_order_relaxed), AuthorizationOf(*context),
+                         RobotIdHeaderOf(*context));
 }
 
 grpc::ServerUnaryReactor* BrainService::GetServerInfo(grpc::CallbackServerContext* context,

@@ -11,4 +11,11 @@ std::string AuthorizationOf(const grpc::ServerContextBase& context) {
   return std::string(it->second.data(), it->second.size());
 }
 
+std::optional<std::string> RobotIdHeaderOf(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("x-robot-id");
+  if (it == metadata.end()) return std::nullopt;
+  return std::string(it->second.data(), it->second.size());
+}
+
 }  // namespace fieldbrain::server

@@ -47,10 +47,12 @@ std::optional<telemetry::RejectReason> ReasonOf(brain::v1::FrameStatus status) {
 
 }  // namespace
 
-CycleStream::CycleStream(BrainService* service, StreamId id, std::string authorization)
+CycleStream::CycleStream(BrainService* service, StreamId id, std::string authorization,
+                         std::optional<std::string> robot_id_header)
     : service_(service),
       id_(id),
       authorization_(std::move(authorization)),
+      robot_id_header_(std::move(robot_id_header)),
       rate_limit_(service->deps().max_frame_hz, service->deps().frame_burst) {
   service_->registry().Add(this);
   const int open = service_->registry().size();
@@ -149,6 +151,14 @@ void CycleStream::HandleHello() {
   const ServiceDeps& deps = service_->deps();
   if (absl::Status s = ValidateProfile(hello.profile(), deps.limits); !s.ok()) {
     fail(ToGrpcStatus(s));
+    return;
+  }
+  // A proxy routed this stream by its x-robot-id header: a Hello for another robot would land its
+  // brain on a daemon the proxy does not send that robot to.
+  if (robot_id_header_.has_value() && *robot_id_header_ != hello.profile().robot_id()) {
+    fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("the x-robot-id header \"", *robot_id_header_, "\" differs from the Hello's robot_id \"",
+                                   hello.profile().robot_id(), "\"")));
     return;
   }
   // Before the session table: a caller that may not drive this id learns nothing of its brain,

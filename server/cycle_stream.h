@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -48,7 +49,10 @@ class CycleStream final
       public FrameSink {
  public:
   // `authorization`: the call's "authorization" metadata, checked at the Hello (access_control.h).
-  CycleStream(BrainService* service, StreamId id, std::string authorization);
+  // `robot_id_header`: its "x-robot-id", which a proxy routed it by; when present, the Hello's
+  // robot_id must be the same.
+  CycleStream(BrainService* service, StreamId id, std::string authorization,
+              std::optional<std::string> robot_id_header);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -105,6 +109,7 @@ class CycleStream final
   BrainService* const service_;
   const StreamId id_;
   const std::string authorization_;
+  const std::optional<std::string> robot_id_header_;
   const absl::Time opened_ = absl::Now();
   // Only the read path touches request_: one read is outstanding at a time, and the next one is
   // armed only after the previous message was handled (read_busy_).

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "brain/v1/brain.grpc.pb.h"
+#include "client/cycle_stream.h"
 
 namespace fieldbrain::sim {
 namespace {
@@ -193,16 +194,17 @@ absl::StatusOr<ReplayReport> ReplaySession(const ReplayPlan& plan, const ReplayO
   const absl::Time end = absl::Now() + options.timeout;
   int64_t index = 0;  // over every frame sent
   for (const ReplayBrain& brain : plan.brains) {
+    std::string robot_id = options.robot_id.empty() ? absl::StrCat("replay-", brain.hello.profile().robot_id())
+                                                    : options.robot_id;
+    robot_id.resize(std::min<size_t>(robot_id.size(), 128));
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(end));
     if (!options.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options.bearer_token);
+    if (client::IsPrintableAscii(robot_id)) context.AddMetadata("x-robot-id", robot_id);  // for a routing proxy
     auto stream = stub->Cycle(&context);
     brain::v1::CycleRequest request;
     brain::v1::Hello* hello = request.mutable_hello();
     *hello = brain.hello;
-    std::string robot_id = options.robot_id.empty() ? absl::StrCat("replay-", brain.hello.profile().robot_id())
-                                                    : options.robot_id;
-    robot_id.resize(std::min<size_t>(robot_id.size(), 128));
     hello->mutable_profile()->set_robot_id(robot_id);
     hello->set_seed(brain.welcome.seed());
     hello->set_fresh(true);

@@ -85,6 +85,7 @@ TEST(BrainClientTest, HelloWelcomeAndStepReturnsMotors) {
   EXPECT_EQ(hellos[0].seed(), 7u);
   EXPECT_TRUE(hellos[0].fresh());
   EXPECT_EQ(hellos[0].resume_token(), "");
+  EXPECT_EQ(server->robot_id_headers().at(0), "robot-a") << "the key a routing proxy hashes on";
 
   const auto welcome = client->welcome();
   ASSERT_TRUE(welcome.has_value());

@@ -58,6 +58,11 @@ std::vector<brain::v1::Hello> FakeBrainServer::hellos() const {
   return hellos_;
 }
 
+std::vector<std::string> FakeBrainServer::robot_id_headers() const {
+  absl::MutexLock lock(&mu_);
+  return robot_id_headers_;
+}
+
 bool FakeBrainServer::WaitForHellos(int n, absl::Duration timeout) const {
   const auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return static_cast<int>(hellos_.size()) >= n;
@@ -95,7 +100,7 @@ brain::v1::MotorFrame FakeBrainServer::Answer(const brain::v1::SensorFrame& fram
 }
 
 grpc::Status FakeBrainServer::Cycle(
-    grpc::ServerContext* /*context*/,
+    grpc::ServerContext* context,
     grpc::ServerReaderWriter<CycleResponse, CycleRequest>* stream) {
   CycleRequest request;
   if (!stream->Read(&request) || !request.has_hello()) {
@@ -107,6 +112,10 @@ grpc::Status FakeBrainServer::Cycle(
   {
     absl::MutexLock lock(&mu_);
     hellos_.push_back(hello);
+    const auto header = context->client_metadata().find("x-robot-id");
+    robot_id_headers_.push_back(header == context->client_metadata().end()
+                                    ? std::string()
+                                    : std::string(header->second.data(), header->second.size()));
     session = hellos_.size();
     my_epoch = drop_epoch_;
     if (refuse_resume_ && !hello.resume_token().empty()) {

@@ -38,6 +38,8 @@ class FakeBrainServer final : public brain::v1::Brain::Service {
   void Shutdown();
 
   std::vector<brain::v1::Hello> hellos() const;
+  // Each stream's x-robot-id metadata ("" when absent), in the order the streams opened.
+  std::vector<std::string> robot_id_headers() const;
   // True once at least `n` Hellos arrived within `timeout`.
   bool WaitForHellos(int n, absl::Duration timeout) const;
   uint64_t frames_answered() const;
@@ -56,6 +58,7 @@ class FakeBrainServer final : public brain::v1::Brain::Service {
   absl::Duration delay_ ABSL_GUARDED_BY(mu_);
   uint64_t drop_epoch_ ABSL_GUARDED_BY(mu_) = 0;  // a stream drops when this passes its own
   std::vector<brain::v1::Hello> hellos_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> robot_id_headers_ ABSL_GUARDED_BY(mu_);
   uint64_t frames_answered_ ABSL_GUARDED_BY(mu_) = 0;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   bool refuse_resume_ ABSL_GUARDED_BY(mu_) = false;

@@ -380,6 +380,17 @@ TEST_F(BrainServiceTest, WithATokensFileOnlyACoveringTokenDrivesARobot) {
   std::remove(tokens.c_str());
 }
 
+TEST_F(BrainServiceTest, AnXRobotIdHeaderMustNameTheHellosRobot) {
+  RawStream other(stub_.get(), absl::Seconds(60), "", "car-1");
+  EXPECT_FALSE(other.Open(MakeHello("car-2")).has_value());
+  const grpc::Status s = other.Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("the x-robot-id header \"car-1\" differs from the Hello's robot_id \"car-2\""));
+  RawStream same(stub_.get(), absl::Seconds(60), "", "car-1");
+  ASSERT_TRUE(same.Open(MakeHello("car-1")).has_value());
+  EXPECT_EQ(same.Step(FrameRequest(1, kGood))->status(), brain::v1::OK);
+}
+
 TEST_F(BrainServiceTest, FloodOfBadFramesDoesNotStarveAnotherRobot) {
   constexpr int kBad = 3000;
   constexpr int kGoodFrames = 100;

@@ -48,10 +48,11 @@ class RawStream {
  public:
   // `bearer_token`, if not empty, goes out as "authorization: Bearer <token>".
   RawStream(brain::v1::Brain::Stub* stub, absl::Duration deadline = absl::Seconds(60),
-            const std::string& bearer_token = "") {
+            const std::string& bearer_token = "", const std::string& robot_id_header = "") {
     context_.set_deadline(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline)));
     if (!bearer_token.empty()) context_.AddMetadata("authorization", "Bearer " + bearer_token);
+    if (!robot_id_header.empty()) context_.AddMetadata("x-robot-id", robot_id_header);
     stream_ = stub->Cycle(&context_);
   }
 

@@ -212,7 +212,14 @@ class Robot:
         self._seed = int(seed)
         self._fresh = bool(fresh)
         self._resume_token = str(resume_token)
-        self._metadata = (("authorization", "Bearer " + bearer_token),) if bearer_token else None
+        metadata = []
+        if bearer_token:
+            metadata.append(("authorization", "Bearer " + bearer_token))
+        robot_id_text = profile.robot_id
+        if robot_id_text and all(0x20 <= ord(c) <= 0x7e for c in robot_id_text):
+            # The key a gRPC proxy routes robots by, so a robot reaches the daemon holding its brain.
+            metadata.append(("x-robot-id", robot_id_text))
+        self._metadata = tuple(metadata) or None
         self._initial_backoff = float(initial_backoff_s)
         self._max_backoff = float(max_backoff_s)
 
