@@ -1,7 +1,6 @@
 #include "server/access_control.h"
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/sha256.h"
 
 namespace fieldbrain::server {
 namespace {
@@ -20,11 +20,10 @@ namespace {
 constexpr size_t kMinTokenBytes = 16, kMaxTokenBytes = 256;
 constexpr char kBearer[] = "Bearer ";
 
-std::string Sha256(absl::string_view data) {
-  std::string digest(SHA256_DIGEST_LENGTH, '\0');
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         reinterpret_cast<unsigned char*>(digest.data()));
-  return digest;
+// The table's key: a token's SHA-256 as 32 raw bytes.
+std::string TokenKey(absl::string_view token) {
+  const Sha256Digest digest = Sha256(token);
+  return std::string(reinterpret_cast<const char*>(digest.data()), digest.size());
 }
 
 absl::StatusOr<std::vector<std::string>> Patterns(absl::string_view list, absl::string_view key) {
@@ -84,7 +83,7 @@ absl::StatusOr<TokenTable> ParseTokensFile(absl::string_view text) {
       if (!patterns.ok()) return bad(patterns.status().message());
       target->insert(target->end(), patterns->begin(), patterns->end());
     }
-    if (!table.emplace(Sha256(token), std::move(grant)).second) return bad("this token is already listed");
+    if (!table.emplace(TokenKey(token), std::move(grant)).second) return bad("this token is already listed");
   }
   return table;
 }
@@ -118,7 +117,7 @@ absl::StatusOr<TokenGrant> AccessControl::GrantOf(absl::string_view authorizatio
   if (!absl::ConsumePrefix(&token, kBearer) || token.empty()) {
     return absl::UnauthenticatedError("this server needs a bearer token (metadata \"authorization: Bearer <token>\")");
   }
-  const std::string digest = Sha256(token);
+  const std::string digest = TokenKey(token);
   const auto it = table->find(digest);
   // The map is keyed by the hash, so a lookup reveals nothing about the token; the final
   // comparison is in constant time anyway.

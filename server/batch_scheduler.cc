@@ -61,7 +61,7 @@ void BatchScheduler::CreateBrain(const BrainSpec& spec, CreateDone done) {
   {
     absl::MutexLock lock(&mu_);
     if (!drained_ && !stopped_) {
-      commands_.push_back(Command{-1, spec, std::move(done)});
+      commands_.push_back(Command{-1, spec, std::move(done), nullptr});
       return;
     }
   }
@@ -81,23 +81,14 @@ void BatchScheduler::CreateBrainFrom(const BrainSpec& spec, std::shared_ptr<cons
 }
 
 void BatchScheduler::SnapshotAll() {
-  SnapshotSink* sink = options_.snapshot_sink;
-  if (sink == nullptr) return;
+  if (options_.snapshot_sink == nullptr) return;
   absl::Notification done;
-  RunOnEngineThread([this, sink, &done](EngineJobState) {
+  RunOnEngineThread([this, &done](EngineJobState) {
     // Also once drained (the shutdown case): on the engine thread the engine is still there and
     // runs no batch. A job run on the caller's thread after the engine thread ended does nothing.
     if (std::this_thread::get_id() == thread_.get_id()) {
-      // Every brain, so wait for a free buffer where the writer is behind (nothing else runs now).
-      for (int slot = 0; slot < facts_.max_robots; ++slot) {
-        if (!sink->Wants(slot)) continue;
-        BrainSnapshot* buffer = sink->Claim(slot);
-        for (int tries = 0; buffer == nullptr && sink->Wants(slot) && tries < 10000; ++tries) {
-          absl::SleepFor(absl::Milliseconds(1));
-          buffer = sink->Claim(slot);
-        }
-        if (buffer != nullptr) sink->Take(slot, buffer, engine_->SnapshotInto(slot, *buffer).ok(), SnapshotReason::kShutdown);
-      }
+      // Every brain, waiting for a free buffer where the writer is behind (nothing else runs now).
+      for (int slot = 0; slot < facts_.max_robots; ++slot) SnapshotToSink(slot, /*wait=*/true);
     }
     done.Notify();
   });
@@ -105,17 +96,16 @@ void BatchScheduler::SnapshotAll() {
 }
 
 void BatchScheduler::SnapshotSlot(int slot) {
-  SnapshotSink* sink = options_.snapshot_sink;
-  if (sink == nullptr) return;
+  if (options_.snapshot_sink == nullptr) return;
   RunOnEngineThread([this, slot](EngineJobState state) {
-    if (state == EngineJobState::kServing) SnapshotToSink(slot, SnapshotReason::kPeriodic);
+    if (state == EngineJobState::kServing) SnapshotToSink(slot);
   });
 }
 
 void BatchScheduler::ReleaseBrain(int slot) {
   absl::MutexLock lock(&mu_);
   if (stopped_ || slot < 0 || slot >= facts_.max_robots) return;  // stopped: all are freed
-  commands_.push_back(Command{slot, {}, nullptr});
+  commands_.push_back(Command{slot, {}, nullptr, nullptr});
 }
 
 void BatchScheduler::Submit(int slot, FrameSink* sink, const QueuedFrame& frame) {
@@ -272,12 +262,16 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
   stopped_ = true;
 }
 
-void BatchScheduler::SnapshotToSink(int slot, SnapshotReason reason) {
+void BatchScheduler::SnapshotToSink(int slot, bool wait) {
   SnapshotSink* sink = options_.snapshot_sink;
   if (sink == nullptr) return;
   BrainSnapshot* buffer = sink->Claim(slot);
+  for (int tries = 0; wait && buffer == nullptr && sink->Wants(slot) && tries < 10000; ++tries) {
+    absl::SleepFor(absl::Milliseconds(1));
+    buffer = sink->Claim(slot);
+  }
   if (buffer == nullptr) return;
-  sink->Take(slot, buffer, engine_->SnapshotInto(slot, *buffer).ok(), reason);
+  sink->Take(slot, buffer, engine_->SnapshotInto(slot, *buffer).ok());
 }
 
 void BatchScheduler::ReleaseSlot(int slot) {
@@ -291,7 +285,7 @@ void BatchScheduler::ReleaseSlot(int slot) {
     }
   }
   // The brain's last state, before the slot forgets it (a copy; the writer thread does the rest).
-  SnapshotToSink(slot, SnapshotReason::kReleased);
+  SnapshotToSink(slot);
   if (options_.snapshot_sink != nullptr) options_.snapshot_sink->Released(slot);
   if (engine_->ReleaseBrain(slot)) {
     releases_.fetch_add(1, std::memory_order_relaxed);
@@ -428,12 +422,9 @@ void BatchScheduler::RunAndDeliver(int n) {
   for (int i = 0; i < n; ++i) {
     cycles_[batch_[i].slot].store(outputs[i].cycle, std::memory_order_relaxed);
   }
-  if (SnapshotSink* sink = options_.snapshot_sink; sink != nullptr && options_.snapshot_every_cycles > 0) {
+  if (options_.snapshot_sink != nullptr && options_.snapshot_every_cycles > 0) {
     for (int i = 0; i < n; ++i) {
-      const int slot = batch_[i].slot;
-      if (outputs[i].cycle % options_.snapshot_every_cycles == 0 && sink->Wants(slot)) {
-        SnapshotToSink(slot, SnapshotReason::kPeriodic);
-      }
+      if (outputs[i].cycle % options_.snapshot_every_cycles == 0) SnapshotToSink(batch_[i].slot);
     }
   }
   if (options_.batch_observer) {

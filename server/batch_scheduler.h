@@ -171,7 +171,9 @@ class BatchScheduler {
   void RunCommands();
   void ReleaseSlot(int slot);
   // Engine thread: a copy of `slot`'s brain into a buffer of the snapshot sink, if it wants one.
-  void SnapshotToSink(int slot, SnapshotReason reason);
+  // `wait`: where every buffer is taken, wait (up to 10 s) for the writer to free one (shutdown);
+  // otherwise skip the copy.
+  void SnapshotToSink(int slot, bool wait = false);
   // Takes the releases queued since this round began out of the inbox and runs them now; false
   // when there were none.
   bool RunQueuedReleases();

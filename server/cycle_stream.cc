@@ -179,39 +179,17 @@ void CycleStream::HandleHello() {
   }
   // A robot the table does not know may have a brain on disk (a restarted daemon).
   const std::string& robot_id = hello.profile().robot_id();
-  std::shared_ptr<const BrainSnapshot> restore;
-  uint64_t restore_seed = 0;
+  std::optional<RestorableBrain> restorable;
   if (deps.checkpointer != nullptr && !deps.sessions->Knows(robot_id)) {
-    absl::StatusOr<DecodedCheckpoint> saved = deps.checkpointer->Load(robot_id);
-    if (saved.ok() && hello.fresh()) {
-      deps.checkpointer->Discard(robot_id);
-    } else if (saved.ok()) {
-      const CheckpointHeader& h = saved->header;
-      if (!Checkpointer::TokenMatches(h, hello.resume_token())) {
-        fail(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("robot_id \"", robot_id, "\" has a checkpointed brain (cycle ", h.cycle,
-                                       "); send the resume_token of its last Welcome to resume it, or fresh=true "
-                                       "to discard it and start a new brain")));
-        return;
-      }
-      if (uint32_t(h.sensor_count) != hello.profile().sensor_count() ||
-          uint32_t(h.motor_count) != hello.profile().motor_count()) {
-        fail(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("the checkpointed brain of robot_id \"", robot_id, "\" has ", h.sensor_count,
-                                       " sensors and ", h.motor_count, " motors, this Hello's profile ",
-                                       hello.profile().sensor_count(), " and ", hello.profile().motor_count(),
-                                       "; send fresh=true to discard it and start a new brain")));
-        return;
-      }
-      restore_seed = h.seed;
-      restore = std::make_shared<const BrainSnapshot>(std::move(saved->snapshot));
-      LogInfo("robot_id \"", robot_id, "\" resumes from its checkpoint at cycle ", h.cycle);
+    absl::StatusOr<std::optional<RestorableBrain>> found = deps.checkpointer->ForHello(hello);
+    if (!found.ok()) {
+      fail(ToGrpcStatus(found.status()));
+      return;
     }
-    // NotFound: a robot without a checkpoint; a refused file has been logged, counted and set
-    // aside, and the robot gets a new brain.
+    restorable = *std::move(found);
   }
-  absl::StatusOr<SessionGrant> grant = restore != nullptr
-                                           ? deps.sessions->AttachRestored(hello, id_, restore_seed)
+  absl::StatusOr<SessionGrant> grant = restorable.has_value()
+                                           ? deps.sessions->AttachRestored(hello, id_, restorable->seed)
                                            : deps.sessions->Attach(hello, id_, absl::Now());
   if (!grant.ok()) {
     fail(ToGrpcStatus(grant.status()));
@@ -246,8 +224,8 @@ void CycleStream::HandleHello() {
   auto created = [this, g = *std::move(grant)](absl::StatusOr<int> slot) mutable {
     OnBrainCreated(std::move(g), std::move(slot));
   };
-  if (restore != nullptr) {
-    deps.scheduler->CreateBrainFrom(spec, std::move(restore), std::move(created));
+  if (restorable.has_value()) {
+    deps.scheduler->CreateBrainFrom(spec, std::move(restorable->snapshot), std::move(created));
   } else {
     deps.scheduler->CreateBrain(spec, std::move(created));
   }

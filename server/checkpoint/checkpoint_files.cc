@@ -1,7 +1,6 @@
 #include "server/checkpoint/checkpoint_files.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 
 namespace fieldbrain::server {
 namespace {
@@ -30,10 +30,9 @@ absl::Status FsyncPath(const std::string& path, int flags) {
 }  // namespace
 
 std::string CheckpointPath(const std::string& dir, const std::string& robot_id) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(robot_id.data(), robot_id.size(), digest, &n, EVP_sha256(), nullptr);
-  const std::string hex = absl::BytesToHexString(std::string(reinterpret_cast<const char*>(digest), n));
+  const Sha256Digest digest = Sha256(robot_id);
+  const std::string hex =
+      absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
   return absl::StrCat(dir, "/", hex.substr(0, 32), ".ckpt");
 }
 

@@ -1,13 +1,13 @@
 #include "server/checkpoint/checkpoint_format.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include <bit>
 #include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "server/checkpoint/checkpoint_fields.h"
 
 namespace fieldbrain::server {
@@ -91,19 +91,6 @@ bool Floats(Reader& r, std::vector<float>& v, uint64_t expected) {
   v.resize(n);
   for (float& x : v) r(x);
   return r.ok();
-}
-
-// SHA-256 of a then b.
-std::array<uint8_t, 32> Sha256(absl::string_view a, absl::string_view b) {
-  std::array<uint8_t, 32> digest{};
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  unsigned int n = 0;
-  const bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
-                  EVP_DigestUpdate(ctx, a.data(), a.size()) == 1 && EVP_DigestUpdate(ctx, b.data(), b.size()) == 1 &&
-                  EVP_DigestFinal_ex(ctx, digest.data(), &n) == 1;
-  EVP_MD_CTX_free(ctx);
-  if (!ok) digest.fill(0);  // cannot match a real file's hash, so the file is refused
-  return digest;
 }
 
 std::string ShapeText(const FieldShape& s) { return absl::StrCat(s.channels, "x", s.nx, "x", s.ny, "x", s.nz); }

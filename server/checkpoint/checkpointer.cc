@@ -1,13 +1,13 @@
 #include "server/checkpoint/checkpointer.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/sha256.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/log.h"
 
@@ -92,17 +92,35 @@ absl::StatusOr<DecodedCheckpoint> Checkpointer::Load(const std::string& robot_id
   return decoded;
 }
 
-std::array<uint8_t, 32> Checkpointer::TokenHash(const std::string& token) {
-  std::array<uint8_t, 32> digest{};
-  unsigned int n = 0;
-  if (EVP_Digest(token.data(), token.size(), digest.data(), &n, EVP_sha256(), nullptr) != 1) digest.fill(0xff);
-  return digest;
-}
+std::array<uint8_t, 32> Checkpointer::TokenHash(const std::string& token) { return Sha256(token); }
 
 bool Checkpointer::TokenMatches(const CheckpointHeader& header, const std::string& token) {
   if (token.empty()) return false;
   const std::array<uint8_t, 32> digest = TokenHash(token);
   return CRYPTO_memcmp(digest.data(), header.resume_token_sha256.data(), digest.size()) == 0;
+}
+
+absl::StatusOr<std::optional<RestorableBrain>> Checkpointer::ForHello(const brain::v1::Hello& hello) {
+  if (hello.fresh()) return std::nullopt;
+  const std::string& robot_id = hello.profile().robot_id();
+  absl::StatusOr<DecodedCheckpoint> saved = Load(robot_id);
+  if (!saved.ok()) return std::nullopt;  // none, or refused (logged, counted, set aside)
+  const CheckpointHeader& h = saved->header;
+  if (!TokenMatches(h, hello.resume_token())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "robot_id \"", robot_id, "\" has a checkpointed brain (cycle ", h.cycle,
+        "); send the resume_token of its last Welcome to resume it, or fresh=true to discard it and start a "
+        "new brain"));
+  }
+  if (uint32_t(h.sensor_count) != hello.profile().sensor_count() ||
+      uint32_t(h.motor_count) != hello.profile().motor_count()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpointed brain of robot_id \"", robot_id, "\" has ", h.sensor_count, " sensors and ",
+        h.motor_count, " motors, this Hello's profile ", hello.profile().sensor_count(), " and ",
+        hello.profile().motor_count(), "; send fresh=true to discard it and start a new brain"));
+  }
+  LogInfo("robot_id \"", robot_id, "\" resumes from its checkpoint at cycle ", h.cycle);
+  return RestorableBrain{h.seed, std::make_shared<const BrainSnapshot>(std::move(saved->snapshot))};
 }
 
 bool Checkpointer::Wants(int slot) const {
@@ -122,14 +140,13 @@ BrainSnapshot* Checkpointer::Claim(int slot) {
   return buffer;
 }
 
-void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied, SnapshotReason reason) {
+void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
   absl::MutexLock lock(&mu_);
   if (!copied || slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) {
     FreeLocked(buffer);
     return;
   }
   const Binding binding = *slots_[size_t(slot)];
-  if (reason == SnapshotReason::kReleased) slots_[size_t(slot)].reset();
   Job job;
   job.header.shape = buffer->shape;
   job.header.sensor_count = buffer->params.sensor_count;

@@ -26,11 +26,18 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "brain/v1/brain.pb.h"
 #include "server/checkpoint/checkpoint_format.h"
 #include "server/checkpoint/snapshot_sink.h"
 #include "telemetry/metrics.h"
 
 namespace fieldbrain::server {
+
+// A brain found on disk for a Hello, ready to be restored into a new slot.
+struct RestorableBrain {
+  uint64_t seed = 0;
+  std::shared_ptr<const BrainSnapshot> snapshot;
+};
 
 class Checkpointer final : public SnapshotSink {
  public:
@@ -52,10 +59,17 @@ class Checkpointer final : public SnapshotSink {
   // <file>.refused, logged once and counted.
   absl::StatusOr<DecodedCheckpoint> Load(const std::string& robot_id);
 
+  // What a Hello for a robot the daemon does not hold in memory finds on disk: nothing (a new
+  // brain; also when the file was refused, or when the Hello asks `fresh`, whose file the caller
+  // discards once the new session is granted), or a brain to restore when the Hello carries the
+  // token the file was written for and the same counts; otherwise FAILED_PRECONDITION saying how
+  // to resume or start fresh, as for a brain kept in memory.
+  absl::StatusOr<std::optional<RestorableBrain>> ForHello(const brain::v1::Hello& hello);
+
   // SnapshotSink, engine thread.
   bool Wants(int slot) const override;
   BrainSnapshot* Claim(int slot) override;
-  void Take(int slot, BrainSnapshot* buffer, bool copied, SnapshotReason reason) override;
+  void Take(int slot, BrainSnapshot* buffer, bool copied) override;
   void Released(int slot) override;
 
   // Waits until every pending checkpoint is written (or failed) or `timeout` passes; false then.

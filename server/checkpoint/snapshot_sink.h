@@ -8,12 +8,6 @@
 
 namespace fieldbrain::server {
 
-enum class SnapshotReason {
-  kPeriodic,  // every --checkpoint_every_cycles cycles of the robot
-  kReleased,  // the slot is about to be freed (disconnect, idle expiry, eviction)
-  kShutdown,  // the daemon is stopping
-};
-
 class SnapshotSink {
  public:
   virtual ~SnapshotSink() = default;
@@ -23,7 +17,7 @@ class SnapshotSink {
   // sink does not want it or has no buffer free (its writer is behind; counted as skipped).
   virtual BrainSnapshot* Claim(int slot) = 0;
   // Engine thread. The buffer from Claim, now holding `slot`'s brain (copied = true) or not.
-  virtual void Take(int slot, BrainSnapshot* buffer, bool copied, SnapshotReason reason) = 0;
+  virtual void Take(int slot, BrainSnapshot* buffer, bool copied) = 0;
   // Engine thread. `slot` has been freed: it holds no robot's brain until the next Bind.
   virtual void Released(int slot) = 0;
 };

@@ -12,7 +12,7 @@ mkdir -p "$work"
 # One configure and build for every target; targets run in parallel, so the build is locked.
 (
   flock 9
-  if [ ! -x "$work/build/$target" ] || [ -n "$(find "$src/tests/fuzz" "$src/server" "$src/client/picarx" "$src/proto" \
+  if [ ! -x "$work/build/$target" ] || [ -n "$(find "$src/tests/fuzz" "$src/server" "$src/client/picarx" "$src/common" "$src/proto" \
         -newer "$work/build/$target" -name '*.*' -print -quit)" ]; then
     cmake -S "$src/tests/fuzz" -B "$work/build" -DCMAKE_CXX_COMPILER="$clangxx" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log"
     cmake --build "$work/build" -j2 > "$work/build.log" || { cat "$work/build.log"; exit 1; }
