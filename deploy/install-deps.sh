@@ -13,6 +13,7 @@ packages=(
   python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   libgpiod-dev
   clang libfuzzer-14-dev
+  nginx-light prometheus python3-yaml
 )
 
 missing=()
@@ -27,3 +28,14 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# nginx and Prometheus are test tools here (the failover and the dashboard tests start their own
+# instances on free ports): the services their packages start on a systemd machine are stopped and
+# disabled again, only when this script installed them.
+for svc in nginx prometheus; do
+  pkg=$svc; [ "$svc" = nginx ] && pkg=nginx-light
+  if [[ " ${missing[*]} " == *" $pkg "* ]] && command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    echo "install-deps: disabling the $svc service (fieldbrain's tests run their own)"
+    $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  fi
+done

@@ -158,16 +158,20 @@ absl::Status BrainServer::ReloadTokens() {
 int BrainServer::metrics_port() const { return exposer_ != nullptr ? exposer_->port() : 0; }
 
 void BrainServer::ReapIdle() {
-  // Checked often enough that a brain is kept at most ~1/4 longer than idle_keep, and a stream
-  // without a Hello lives at most ~1/4 longer than hello_timeout.
+  // Checked often enough that a brain is kept at most ~1/4 longer than idle_keep, and a silent
+  // stream lives at most ~1/4 longer than hello_timeout or stream_idle_timeout.
   const absl::Duration hello_timeout = absl::Seconds(config_.hello_timeout_s);
-  const absl::Duration period =
-      std::clamp(std::min(absl::Seconds(config_.idle_keep_s), hello_timeout) / 4, absl::Milliseconds(100),
-                 absl::Seconds(5));
+  const absl::Duration frame_timeout = absl::Seconds(config_.stream_idle_timeout_s);
+  absl::Duration shortest = hello_timeout;  // of the limits in force (0 = none)
+  for (absl::Duration limit : {absl::Seconds(config_.idle_keep_s), frame_timeout}) {
+    if (limit > absl::ZeroDuration()) shortest = std::min(shortest, limit);
+  }
+  const absl::Duration period = std::clamp(shortest / 4, absl::Milliseconds(10), absl::Seconds(5));
   while (!stop_reaper_.WaitForNotificationWithTimeout(period)) {
     const absl::Time now = absl::Now();
     sessions_->ExpireIdle(now);
-    service_->registry().ForEachLive([&](CycleStream& s) { s.ExpireWithoutHello(now, hello_timeout); });
+    service_->registry().ForEachLive(
+        [&](CycleStream& s) { s.ExpireIfSilent(now, hello_timeout, frame_timeout); });
   }
 }
 

@@ -385,12 +385,24 @@ void CycleStream::EndWith(const grpc::Status& status) {
   MaybeFinishLocked();
 }
 
-void CycleStream::ExpireWithoutHello(absl::Time now, absl::Duration limit) {
+void CycleStream::ExpireIfSilent(absl::Time now, absl::Duration hello_limit, absl::Duration frame_limit) {
   absl::MutexLock lock(&mu_);
-  if (phase_ != Phase::kHello || handling_ || finish_wanted_ || now - opened_ < limit) return;
-  RequestFinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                   absl::StrCat("no Hello within ", absl::FormatDuration(limit))),
-                      true);
+  if (handling_ || finish_wanted_) return;
+  if (phase_ == Phase::kHello && now - opened_ >= hello_limit) {
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                     absl::StrCat("no Hello within ", absl::FormatDuration(hello_limit))),
+                        true);
+  } else if (phase_ == Phase::kRunning && frame_limit > absl::ZeroDuration() && read_busy_ &&
+             now - read_armed_at_ >= frame_limit) {
+    // Every answer owed is written first: the robot may still be there to read them.
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                     absl::StrCat("no SensorFrame for ", absl::FormatDuration(frame_limit),
+                                                  " (--stream_idle_timeout_s); the brain is kept: "
+                                                  "reconnect with the resume token")),
+                        false);
+  } else {
+    return;
+  }
   MaybeFinishLocked();
 }
 
@@ -441,6 +453,7 @@ void CycleStream::MaybeReadLocked() {
   if (read_busy_ || read_closed_ || finish_wanted_ || phase_ == Phase::kCreating) return;
   if (count_ + outstanding_ >= kRing) return;  // room for every answer this read may cause
   read_busy_ = true;
+  read_armed_at_ = absl::Now();
   StartRead(&request_bytes_);
 }
 

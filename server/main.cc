@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/program_usage.h"
 #include "server/brain_server.h"
+#include "server/health_probe.h"
 #include "server/log.h"
 #include "server/server_flags.h"
 #include "server/termination_signals.h"
@@ -44,6 +45,11 @@ int main(int argc, char** argv) {
       "  brain-server --listen=0.0.0.0:50051 --engine=auto --metrics_listen=0.0.0.0:9464",
       {"server_flags.cc"});
   absl::ParseCommandLine(argc, argv);
+  if (const std::string probe = HealthProbeTargetFromFlags(); !probe.empty()) {
+    const absl::Status health = ProbeHealth(probe, absl::Seconds(3));
+    std::printf("%s\n", health.ok() ? absl::StrCat(probe, " is SERVING").c_str() : health.ToString().c_str());
+    return health.ok() ? 0 : 1;
+  }
   const ServerConfig config = ConfigFromFlags();
   if (absl::Status s = ValidateConfig(config); !s.ok()) {
     std::fprintf(stderr, "brain-server: %s\n", std::string(s.message()).c_str());

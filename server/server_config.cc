@@ -1,6 +1,7 @@
 #include "server/server_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "gpu/engine.h"
@@ -77,6 +78,11 @@ absl::Status ValidateConfig(const ServerConfig& c) {
   if (absl::Status s = CheckRange("hello_timeout_s", c.hello_timeout_s, 1, kMaxHelloTimeoutS); !s.ok()) {
     return s;
   }
+  if (const double t = c.stream_idle_timeout_s;
+      !(t == 0 || (t >= kMinStreamIdleTimeoutS && t <= kMaxStreamIdleTimeoutS))) {
+    return absl::InvalidArgumentError(absl::StrCat("--stream_idle_timeout_s=", t, " must be 0 (never) or in [",
+                                                   kMinStreamIdleTimeoutS, ", ", kMaxStreamIdleTimeoutS, "]"));
+  }
   if (absl::Status s = CheckRange("max_frame_hz", c.max_frame_hz, 0, kMaxFrameHz); !s.ok()) return s;
   if (absl::Status s = CheckRange("checkpoint_every_cycles", c.checkpoint_every_cycles, 0, 100000000); !s.ok()) {
     return s;
@@ -131,6 +137,7 @@ brain::v1::ServerLimits MakeLimits(const ServerConfig& c) {
   limits.set_max_motors(kMaxMotors);
   limits.set_max_message_bytes(static_cast<uint32_t>(c.max_message_bytes));
   limits.set_max_robots(static_cast<uint32_t>(c.max_robots));
+  limits.set_stream_idle_timeout_ms(static_cast<uint32_t>(std::lround(c.stream_idle_timeout_s * 1000)));
   return limits;
 }
 

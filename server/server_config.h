@@ -25,6 +25,10 @@ struct ServerConfig {
   int max_message_bytes = 16 * 1024;
   int idle_keep_s = 60;
   int hello_timeout_s = 10;         // a stream must say Hello within this, or it is ended
+  // A running stream that sends no frame for this long is ended (its brain kept): behind a proxy
+  // HTTP/2 keepalive reaches only the proxy, so silence is the one sign of a vanished robot.
+  // 0 = never.
+  double stream_idle_timeout_s = 1.0;
   // Per-robot frame-rate limit (token bucket): max_frame_hz on average after a burst of
   // frame_burst; frames beyond it are answered RATE_LIMITED. 0 = no limit.
   int max_frame_hz = 1000;
@@ -60,6 +64,8 @@ inline constexpr int kMinMessageBytes = 1024;
 inline constexpr int kMaxMessageBytesLimit = 4 * 1024 * 1024;
 inline constexpr int kMaxIdleKeepS = 7 * 24 * 3600;
 inline constexpr int kMaxHelloTimeoutS = 3600;
+inline constexpr double kMinStreamIdleTimeoutS = 0.05;
+inline constexpr double kMaxStreamIdleTimeoutS = 3600;
 inline constexpr int kMaxFrameHz = 100000;
 inline constexpr int kMaxShutdownDeadlineS = 600;
 inline constexpr int kMaxThreads = 1024;

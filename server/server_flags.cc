@@ -10,6 +10,10 @@ ABSL_DECLARE_FLAG(int64_t, test_fail_engine_after_batches);
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC listen address, host:port (use 0.0.0.0:50051 to accept robots on the network)");
+ABSL_FLAG(std::string, health_probe, "",
+          "probe mode: ask the gRPC health service of the daemon at this host:port (plaintext) whether "
+          "it serves, print the answer and exit 0 (SERVING) or 1 (anything else); starts no daemon. "
+          "For a container's HEALTHCHECK: --health_probe=127.0.0.1:50051");
 ABSL_FLAG(std::string, engine, "auto",
           "compute engine: auto (CUDA when a device is present, else CPU), cpu, or cuda");
 ABSL_FLAG(std::string, field, "auto",
@@ -30,6 +34,10 @@ ABSL_FLAG(int, idle_keep_s, 60,
 ABSL_FLAG(int, hello_timeout_s, 10,
           "seconds a new stream may take to send its Hello before it is ended with "
           "DEADLINE_EXCEEDED (1-3600)");
+ABSL_FLAG(double, stream_idle_timeout_s, 1.0,
+          "seconds a running stream may send no frame before it is ended with DEADLINE_EXCEEDED, its "
+          "brain kept for a resume (0 = never; else 0.05-3600). Behind a proxy, keepalive pings end "
+          "at the proxy: this is how the daemon notices a vanished robot");
 ABSL_FLAG(int, max_frame_hz, 1000,
           "per-robot frame-rate limit: frames per second on average (0 = no limit, up to 100000); "
           "frames beyond it are answered RATE_LIMITED and not run");
@@ -73,6 +81,7 @@ ServerConfig ConfigFromFlags() {
   c.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   c.idle_keep_s = absl::GetFlag(FLAGS_idle_keep_s);
   c.hello_timeout_s = absl::GetFlag(FLAGS_hello_timeout_s);
+  c.stream_idle_timeout_s = absl::GetFlag(FLAGS_stream_idle_timeout_s);
   c.max_frame_hz = absl::GetFlag(FLAGS_max_frame_hz);
   c.frame_burst = absl::GetFlag(FLAGS_frame_burst);
   c.shutdown_deadline_s = absl::GetFlag(FLAGS_shutdown_deadline_s);
@@ -89,5 +98,7 @@ ServerConfig ConfigFromFlags() {
   c.test_fail_engine_after_batches = absl::GetFlag(FLAGS_test_fail_engine_after_batches);
   return c;
 }
+
+std::string HealthProbeTargetFromFlags() { return absl::GetFlag(FLAGS_health_probe); }
 
 }  // namespace fieldbrain::server

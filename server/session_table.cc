@@ -31,7 +31,9 @@ absl::StatusOr<std::string> RandomHex(int bytes) {
 SessionTable::SessionTable(int capacity, absl::Duration idle_keep, SlotReleaser releaser,
                            telemetry::Metrics* metrics)
     : capacity_(capacity), idle_keep_(idle_keep), metrics_(metrics),
-      releaser_(std::move(releaser)) {}
+      releaser_(std::move(releaser)) {
+  if (metrics_ != nullptr) metrics_->SetSlotsTotal(capacity_);
+}
 
 absl::StatusOr<SessionGrant> SessionTable::Attach(const brain::v1::Hello& hello, StreamId stream,
                                                   absl::Time now) {
@@ -64,7 +66,7 @@ absl::StatusOr<SessionGrant> SessionTable::Attach(const brain::v1::Hello& hello,
       s.state = State::kLive;
       s.stream = stream;
       ++live_;
-      PublishLiveLocked();
+      PublishLocked();
       return SessionGrant{s.session_id, s.resume_token, s.seed, s.slot, /*resumed=*/true};
     }
     EraseLocked(it);  // expired, or discarded by a fresh Hello
@@ -89,7 +91,7 @@ absl::StatusOr<SessionGrant> SessionTable::Attach(const brain::v1::Hello& hello,
   sessions_.emplace(profile.robot_id(), std::move(s));
   ++slots_held_;  // the reservation holds a slot until CompleteCreate or AbortCreate
   ++live_;
-  PublishLiveLocked();
+  PublishLocked();
   return grant;
 }
 
@@ -119,7 +121,7 @@ absl::StatusOr<SessionGrant> SessionTable::AttachRestored(const brain::v1::Hello
   sessions_.emplace(profile.robot_id(), std::move(s));
   ++slots_held_;
   ++live_;
-  PublishLiveLocked();
+  PublishLocked();
   return grant;
 }
 
@@ -154,7 +156,7 @@ void SessionTable::Detach(const std::string& robot_id, StreamId stream, absl::Ti
     return;
   }
   --live_;
-  PublishLiveLocked();
+  PublishLocked();
   it->second.state = State::kDetached;
   it->second.detached_since = now;
   if (idle_keep_ <= absl::ZeroDuration() && it->second.slot >= 0) EraseLocked(it);
@@ -199,16 +201,14 @@ int64_t SessionTable::slots_released() const {
 }
 
 void SessionTable::EraseLocked(absl::flat_hash_map<std::string, Session>::iterator it) {
-  if (it->second.state != State::kDetached) {
-    --live_;
-    PublishLiveLocked();
-  }
+  if (it->second.state != State::kDetached) --live_;
   if (it->second.slot >= 0) {
     ReleaseSlotLocked(it->second.slot);
   } else {
     --slots_held_;  // a reservation without its brain yet
   }
   sessions_.erase(it);
+  PublishLocked();
 }
 
 void SessionTable::ReleaseSlotLocked(int slot) {
@@ -233,8 +233,10 @@ bool SessionTable::EvictOldestDetachedLocked() {
   return true;
 }
 
-void SessionTable::PublishLiveLocked() {
-  if (metrics_ != nullptr) metrics_->SetSessionsActive(live_);
+void SessionTable::PublishLocked() {
+  if (metrics_ == nullptr) return;
+  metrics_->SetSessionsActive(live_);
+  metrics_->SetSlotsUsed(slots_held_);
 }
 
 }  // namespace fieldbrain::server

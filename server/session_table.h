@@ -44,7 +44,7 @@ class SessionTable {
   using SlotReleaser = absl::AnyInvocable<void(int slot)>;
 
   // `capacity`: brain slots in the engine. `metrics` (nullable, not owned) gets
-  // brain_sessions_active.
+  // brain_sessions_active, brain_slots_total and brain_slots_used.
   SessionTable(int capacity, absl::Duration idle_keep, SlotReleaser releaser,
                telemetry::Metrics* metrics = nullptr);
   SessionTable(const SessionTable&) = delete;
@@ -108,7 +108,7 @@ class SessionTable {
   void HandOverSlotLocked(int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Frees a slot for a reservation: evicts the longest-detached session. False when none exists.
   bool EvictOldestDetachedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishLiveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int capacity_;
   const absl::Duration idle_keep_;

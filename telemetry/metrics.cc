@@ -115,6 +115,16 @@ Metrics::Metrics()
                            .Help("Robots with a live Cycle stream")
                            .Register(*registry_)
                            .Add({})),
+      slots_total_(prometheus::BuildGauge()
+                       .Name("brain_slots_total")
+                       .Help("Brain slots allocated at start (--max_robots): robots served at once")
+                       .Register(*registry_)
+                       .Add({})),
+      slots_used_(prometheus::BuildGauge()
+                      .Name("brain_slots_used")
+                      .Help("Brain slots held by live, kept (awaiting a resume) and being-created brains")
+                      .Register(*registry_)
+                      .Add({})),
       pool_bytes_(prometheus::BuildGauge()
                       .Name("brain_pool_bytes")
                       .Help("Bytes of the brain pool allocated at start")
@@ -219,6 +229,10 @@ void Metrics::RecordCheckpointFailure(CheckpointFailure failure) {
 void Metrics::RecordCheckpointCoalesced() { checkpoints_coalesced_.Increment(); }
 
 void Metrics::SetSessionsActive(int sessions) { sessions_active_.Set(sessions); }
+
+void Metrics::SetSlotsTotal(int slots) { slots_total_.Set(slots); }
+
+void Metrics::SetSlotsUsed(int slots) { slots_used_.Set(slots); }
 
 void Metrics::SetEngineHealthy(bool healthy) { engine_healthy_.Set(healthy ? 1 : 0); }
 

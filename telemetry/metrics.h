@@ -89,6 +89,10 @@ class Metrics final : public StageTimingSink {
   // brain_checkpoints_coalesced_total: a robot's checkpoint replaced before it was written.
   void RecordCheckpointCoalesced();
   void SetSessionsActive(int sessions);
+  // brain_slots_total (brain slots allocated at start) and brain_slots_used (slots held by live,
+  // kept and being-created brains): the capacity an autoscaler or an alert watches.
+  void SetSlotsTotal(int slots);
+  void SetSlotsUsed(int slots);
   // brain_engine_healthy: 1 from the start, 0 once the engine has latched a failure.
   void SetEngineHealthy(bool healthy);
   // brain_device_memory_used_bytes / _total_bytes. The series appear with the first call (only
@@ -123,6 +127,8 @@ class Metrics final : public StageTimingSink {
   prometheus::Counter& checkpoints_coalesced_;
   std::array<prometheus::Counter*, static_cast<int>(CheckpointFailure::kCount)> checkpoint_failures_{};
   prometheus::Gauge& sessions_active_;
+  prometheus::Gauge& slots_total_;
+  prometheus::Gauge& slots_used_;
   prometheus::Gauge& pool_bytes_;
   prometheus::Gauge& engine_healthy_;
   prometheus::Family<prometheus::Gauge>& device_memory_used_family_;

@@ -603,11 +603,12 @@ TEST_F(BrainServiceTest, ShutdownWhileFramesFlowEndsEveryStreamCleanly) {
 
 
 // A stream that never says Hello is ended (it would hold server resources for ever), while a
-// robot that said Hello in time keeps its stream however long it pauses.
+// robot that said Hello in time keeps its stream however long it pauses (no stream idle timeout).
 TEST_F(BrainServiceTest, StreamsWithoutAHelloAreEndedAfterTheTimeout) {
   server_.reset();
   ServerConfig c = TestServerConfig();
   c.hello_timeout_s = 1;
+  c.stream_idle_timeout_s = 0;
   StartServer(c);
   RawStream talker(stub_.get());
   ASSERT_TRUE(talker.Open(MakeHello("talker")).has_value());
@@ -622,6 +623,45 @@ TEST_F(BrainServiceTest, StreamsWithoutAHelloAreEndedAfterTheTimeout) {
   EXPECT_EQ(m->status(), brain::v1::OK);
 }
 
+// Behind a proxy the daemon cannot see a robot vanish (keepalive pings end at the proxy): a stream
+// that sends no frame for stream_idle_timeout is ended, its brain kept for a resume, while a robot
+// that keeps its tick is never touched.
+TEST_F(BrainServiceTest, AStreamSilentForTheIdleTimeoutIsEndedAndItsBrainKept) {
+  server_.reset();
+  ServerConfig c = TestServerConfig();
+  c.stream_idle_timeout_s = 0.3;
+  StartServer(c);
+  RawStream ticking(stub_.get());
+  std::optional<Welcome> tw = ticking.Open(MakeHello("ticking"));
+  ASSERT_TRUE(tw.has_value());
+  EXPECT_EQ(tw->limits().stream_idle_timeout_ms(), 300u);
+  RawStream silent(stub_.get(), absl::Seconds(30));
+  std::optional<Welcome> first = silent.Open(MakeHello("silent"));
+  ASSERT_TRUE(first.has_value());
+  for (int i = 1; i <= 2; ++i) ASSERT_TRUE(silent.Step(FrameRequest(i, kGood)).has_value());
+  const absl::Time silent_since = absl::Now();
+  // The ticking robot sends a frame every 100 ms for 1.5 s: five idle timeouts, never ended.
+  int ticks = 0;
+  for (; absl::Now() - silent_since < absl::Milliseconds(1500); ++ticks) {
+    const std::optional<MotorFrame> m = ticking.Step(FrameRequest(ticks + 1, kGood));
+    ASSERT_TRUE(m.has_value()) << "the ticking robot's stream ended after " << ticks << " ticks";
+    ASSERT_EQ(m->status(), brain::v1::OK);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  const grpc::Status status = silent.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("no SensorFrame for 300ms"));
+  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 1; }));
+  EXPECT_EQ(server_->sessions().kept(), 1);
+  brain::v1::Hello again = MakeHello("silent");
+  again.set_resume_token(first->resume_token());
+  RawStream resumed(stub_.get());
+  std::optional<Welcome> w = resumed.Open(again);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->resumed());
+  EXPECT_EQ(w->cycle(), 2u);
+  EXPECT_TRUE(ticking.Close().ok());
+}
 
 // Open streams are bounded (2 x max_robots + 16): one more is refused, the others keep working.
 TEST_F(BrainServiceTest, OpenStreamsAreBounded) {

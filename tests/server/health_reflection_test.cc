@@ -1,7 +1,7 @@
 // The real brain-server binary serves the standard gRPC health and reflection services beside
 // brain.v1.Brain, so load balancers can probe it and grpcurl-style tools can discover it.
-// (A child process: this test's own client stubs of those protocols would clash with the server
-// side's generated descriptors if the daemon's libraries were linked in.)
+// (A child process: this test's own client stubs of the reflection protocol would clash with the
+// server side's generated descriptors if the daemon's libraries were linked in.)
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -25,7 +25,8 @@ using testing::ChildProcess;
 class HealthReflectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const int port = testing::PickFreePort();
+    port_ = testing::PickFreePort();
+    const int port = port_;
     std::optional<ChildProcess> child = ChildProcess::Spawn(
         {BRAIN_SERVER_PATH, "--listen=127.0.0.1:" + std::to_string(port), "--engine=cpu", "--field=small",
          "--max_robots=1", "--shutdown_deadline_s=30"});
@@ -45,6 +46,7 @@ class HealthReflectionTest : public ::testing::Test {
     EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
   }
 
+  int port_ = 0;
   std::unique_ptr<ChildProcess> daemon_;
   std::shared_ptr<grpc::Channel> channel_;
 };
@@ -58,6 +60,21 @@ TEST_F(HealthReflectionTest, HealthReportsServing) {
   const grpc::Status status = health->Check(&ctx, request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+// The container's HEALTHCHECK: brain-server --health_probe exits 0 for a serving daemon and 1
+// where none answers.
+TEST_F(HealthReflectionTest, HealthProbeModeExitsZeroOnlyForAServingDaemon) {
+  auto probe_exit = [](int target_port) -> std::optional<int> {
+    std::optional<ChildProcess> probe =
+        ChildProcess::Spawn({BRAIN_SERVER_PATH, "--health_probe=127.0.0.1:" + std::to_string(target_port)});
+    if (!probe.has_value()) return std::nullopt;
+    const std::optional<int> status = probe->WaitExit(absl::Seconds(20));
+    if (!status.has_value() || !WIFEXITED(*status)) return std::nullopt;
+    return WEXITSTATUS(*status);
+  };
+  EXPECT_EQ(probe_exit(port_), 0);
+  EXPECT_EQ(probe_exit(testing::PickFreePort()), 1) << "nothing listens there";
 }
 
 TEST_F(HealthReflectionTest, ReflectionListsTheServices) {

@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include <cmath>
+
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -155,6 +157,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "--max_message_bytes"},
         BadCase{"idle_negative", [](ServerConfig& c) { c.idle_keep_s = -1; }, "--idle_keep_s"},
         BadCase{"hello_timeout_zero", [](ServerConfig& c) { c.hello_timeout_s = 0; }, "--hello_timeout_s"},
+        BadCase{"stream_idle_too_short", [](ServerConfig& c) { c.stream_idle_timeout_s = 0.01; },
+                "--stream_idle_timeout_s"},
+        BadCase{"stream_idle_nan", [](ServerConfig& c) { c.stream_idle_timeout_s = std::nan(""); },
+                "--stream_idle_timeout_s"},
         BadCase{"frame_hz_negative", [](ServerConfig& c) { c.max_frame_hz = -1; }, "--max_frame_hz"},
         BadCase{"frame_hz_over", [](ServerConfig& c) { c.max_frame_hz = 100001; }, "--max_frame_hz"},
         BadCase{"frame_burst_zero", [](ServerConfig& c) { c.frame_burst = 0; }, "--frame_burst"},

@@ -259,5 +259,33 @@ TEST_F(NoKeepSessionTableTest, DetachReleasesAtOnce) {
   EXPECT_EQ(table_.slots_held(), 0);
 }
 
+// The capacity gauges an autoscaler reads: a kept brain still holds its slot, an expired one not.
+TEST(SessionTableMetricsTest, SlotGaugesFollowLiveKeptAndExpiredBrains) {
+  telemetry::Metrics metrics;
+  int next_slot = 0;
+  SessionTable table(3, absl::Seconds(60), [](int) {}, &metrics);
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_total 3"));
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 0"));
+  for (StreamId stream : {1, 2}) {
+    const std::string id = "r" + std::to_string(stream);
+    absl::StatusOr<SessionGrant> g = table.Attach(MakeHello(id), stream, kT0);
+    ASSERT_TRUE(g.ok()) << g.status();
+    table.CompleteCreate(id, stream, next_slot++);
+  }
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 2"));
+  table.Detach("r1", 1, kT0);
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 2"));
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_sessions_active 1"));
+  table.ExpireIdle(kT0 + absl::Seconds(61));
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 1"));
+  table.AbortCreate("r3", 3);  // not a session: nothing changes
+  absl::StatusOr<SessionGrant> reserved = table.Attach(MakeHello("r3"), 3, kT0);
+  ASSERT_TRUE(reserved.ok());
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 2")) << "a reservation holds its slot";
+  table.AbortCreate("r3", 3);
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 1"));
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_total 3"));
+}
+
 }  // namespace
 }  // namespace fieldbrain::server
