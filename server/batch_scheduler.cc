@@ -45,6 +45,7 @@ BatchScheduler::BatchScheduler(SchedulerOptions options, telemetry::Metrics* met
   const int slots = options_.engine.max_robots;
   const int batch = options_.engine.max_batch;
   cycles_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(slots));
+  snapshot_owed_.assign(static_cast<size_t>(slots), 0);
   pending_.resize(static_cast<size_t>(slots));
   // Commands come one per Hello or stream end; room for a burst of every slot twice.
   commands_.reserve(static_cast<size_t>(2 * slots + 8));
@@ -262,16 +263,17 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
   stopped_ = true;
 }
 
-void BatchScheduler::SnapshotToSink(int slot, bool wait) {
+bool BatchScheduler::SnapshotToSink(int slot, bool wait) {
   SnapshotSink* sink = options_.snapshot_sink;
-  if (sink == nullptr) return;
+  if (sink == nullptr) return false;
   BrainSnapshot* buffer = sink->Claim(slot);
   for (int tries = 0; wait && buffer == nullptr && sink->Wants(slot) && tries < 10000; ++tries) {
     absl::SleepFor(absl::Milliseconds(1));
     buffer = sink->Claim(slot);
   }
-  if (buffer == nullptr) return;
+  if (buffer == nullptr) return sink->Wants(slot);
   sink->Take(slot, buffer, engine_->SnapshotInto(slot, *buffer).ok());
+  return false;
 }
 
 void BatchScheduler::ReleaseSlot(int slot) {
@@ -286,6 +288,7 @@ void BatchScheduler::ReleaseSlot(int slot) {
   }
   // The brain's last state, before the slot forgets it (a copy; the writer thread does the rest).
   SnapshotToSink(slot);
+  snapshot_owed_[static_cast<size_t>(slot)] = 0;
   if (options_.snapshot_sink != nullptr) options_.snapshot_sink->Released(slot);
   if (engine_->ReleaseBrain(slot)) {
     releases_.fetch_add(1, std::memory_order_relaxed);
@@ -424,7 +427,8 @@ void BatchScheduler::RunAndDeliver(int n) {
   }
   if (options_.snapshot_sink != nullptr && options_.snapshot_every_cycles > 0) {
     for (int i = 0; i < n; ++i) {
-      if (outputs[i].cycle % options_.snapshot_every_cycles == 0) SnapshotToSink(batch_[i].slot);
+      uint8_t& owed = snapshot_owed_[static_cast<size_t>(batch_[i].slot)];
+      if (owed || outputs[i].cycle % options_.snapshot_every_cycles == 0) owed = SnapshotToSink(batch_[i].slot);
     }
   }
   if (options_.batch_observer) {

@@ -172,8 +172,8 @@ class BatchScheduler {
   void ReleaseSlot(int slot);
   // Engine thread: a copy of `slot`'s brain into a buffer of the snapshot sink, if it wants one.
   // `wait`: where every buffer is taken, wait (up to 10 s) for the writer to free one (shutdown);
-  // otherwise skip the copy.
-  void SnapshotToSink(int slot, bool wait = false);
+  // otherwise skip the copy. True when the sink wanted a copy and got none (every buffer taken).
+  bool SnapshotToSink(int slot, bool wait = false);
   // Takes the releases queued since this round began out of the inbox and runs them now; false
   // when there were none.
   bool RunQueuedReleases();
@@ -200,6 +200,9 @@ class BatchScheduler {
   std::unique_ptr<Engine> engine_;  // engine thread only
   std::thread thread_;
   std::unique_ptr<std::atomic<uint64_t>[]> cycles_;  // per slot, written by the engine thread
+  // Engine thread: a periodic checkpoint found every buffer taken (robots in lockstep reach it
+  // together); it is taken after the slot's next cycle instead of a whole period later.
+  std::vector<uint8_t> snapshot_owed_;
 
   mutable absl::Mutex mu_;
   std::vector<Pending> pending_ ABSL_GUARDED_BY(mu_);

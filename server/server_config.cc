@@ -42,12 +42,13 @@ absl::Status CheckAddress(const char* flag, const std::string& address) {
 absl::StatusOr<FieldShape> FieldShapeFor(const ServerConfig& c) {
   if (c.field == "default") return FieldShape::Default();
   if (c.field == "small") return FieldShape::Small();
+  if (c.field == "tiny") return FieldShape::Tiny();
   if (c.field == "auto") {
     const bool cuda = c.engine == "cuda" || (c.engine == "auto" && CudaEngineAvailable());
     return cuda ? FieldShape::Default() : FieldShape::Small();
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--field=\"", c.field, "\" is not one of: auto, default, small"));
+      absl::StrCat("--field=\"", c.field, "\" is not one of: auto, default, small, tiny"));
 }
 
 absl::Status ValidateConfig(const ServerConfig& c) {

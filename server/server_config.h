@@ -18,7 +18,7 @@ inline constexpr int kDefaultMemoryMaxRequestVectors = 256;
 struct ServerConfig {
   std::string listen = "127.0.0.1:50051";
   std::string engine = "auto";      // auto | cpu | cuda
-  std::string field = "auto";       // auto | default | small
+  std::string field = "auto";       // auto | default | small | tiny
   int max_robots = 64;
   int max_batch = 0;                // 0 = min(max_robots, kDefaultMaxBatch)
   int batch_window_us = 200;

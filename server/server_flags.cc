@@ -17,8 +17,9 @@ ABSL_FLAG(std::string, health_probe, "",
 ABSL_FLAG(std::string, engine, "auto",
           "compute engine: auto (CUDA when a device is present, else CPU), cpu, or cuda");
 ABSL_FLAG(std::string, field, "auto",
-          "field shape per brain: default (64 channels x 32^3), small (32 channels x 16^3), or auto "
-          "(default on the CUDA engine, small on the CPU engine)");
+          "field shape per brain: default (64 channels x 32^3), small (32 channels x 16^3), tiny (16 "
+          "channels x 8^3: load tests, where the engine's share must vanish), or auto (default on "
+          "the CUDA engine, small on the CPU engine)");
 ABSL_FLAG(int, max_robots, 64, "brain slots allocated at start (1-4096): robots served at once");
 ABSL_FLAG(int, max_batch, 0,
           "most robots per batched engine cycle (1..max_robots); 0 = min(max_robots, 64). Each "

@@ -51,6 +51,9 @@ struct FieldShape {
 
   static constexpr FieldShape Default() { return {64, 32, 32, 32}; }
   static constexpr FieldShape Small() { return {32, 16, 16, 16}; }
+  // The smallest valid field: for load tests, where the engine's share of a round trip must
+  // vanish next to the transport's (docs/benchmarks.md), and for the tiniest robots.
+  static constexpr FieldShape Tiny() { return {16, 8, 8, 8}; }
 };
 
 }  // namespace fieldbrain

@@ -49,7 +49,11 @@ absl::Status CheckCheckpointDir(const std::string& dir) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
+  // Daemons behind one proxy share the directory: each writes its own temporary file, so two
+  // that write one robot's brain at once never mix their bytes (the last rename wins, whole).
+  char host[256] = "host";
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string tmp = absl::StrCat(path, ".tmp.", host, ".", ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return absl::UnavailableError(absl::StrCat("create ", tmp, ": ", Errno()));
   size_t done = 0;

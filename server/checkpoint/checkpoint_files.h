@@ -17,6 +17,9 @@ std::string CheckpointPath(const std::string& dir, const std::string& robot_id);
 // Refuses a directory that does not exist or cannot be written (checked at start).
 absl::Status CheckCheckpointDir(const std::string& dir);
 
+// Writes `bytes` to `path` through a temporary file of this process (<path>.tmp.<host>.<pid>),
+// fsync and rename: a reader sees the old file or the new one, never a mix, even when several
+// daemons share the directory.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
 
 // NotFound when there is no file; other errors say why it could not be read.

@@ -131,10 +131,7 @@ bool Checkpointer::Wants(int slot) const {
 BrainSnapshot* Checkpointer::Claim(int slot) {
   absl::MutexLock lock(&mu_);
   if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return nullptr;
-  if (free_.empty()) {
-    if (metrics_ != nullptr) metrics_->RecordCheckpointCoalesced();
-    return nullptr;
-  }
+  if (free_.empty()) return nullptr;  // the scheduler asks again after the slot's next cycle
   BrainSnapshot* buffer = free_.back();
   free_.pop_back();
   return buffer;
@@ -147,6 +144,10 @@ void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
     return;
   }
   const Binding binding = *slots_[size_t(slot)];
+  if (binding.written_cycle == buffer->state.cycle && !pending_.contains(binding.robot_id)) {
+    FreeLocked(buffer);  // the file already holds this very brain
+    return;
+  }
   Job job;
   job.header.shape = buffer->shape;
   job.header.sensor_count = buffer->params.sensor_count;
@@ -214,6 +215,9 @@ void Checkpointer::WriteOne(Job job) {
     --writing_;
     if (status.ok()) {
       ++written_;
+      for (std::optional<Binding>& b : slots_) {
+        if (b.has_value() && b->robot_id == job.header.robot_id) b->written_cycle = job.header.cycle;
+      }
       FreeLocked(job.snapshot);
       job.snapshot = nullptr;
     } else {

@@ -5,9 +5,10 @@
 // field shape is known (set_shape, at start): no allocation on the engine thread. Encoding,
 // hashing and writing run on the Checkpointer's own writer thread, so a slow disk never delays a
 // cycle. The writer keeps at most one pending checkpoint per robot: a newer one replaces an older
-// one not yet written, and a copy that finds no free buffer is skipped; both are counted
-// (brain_checkpoints_coalesced_total). A write that fails (a full disk) is counted, logged and
-// retried, unless a newer one arrived meanwhile.
+// one not yet written (counted, brain_checkpoints_coalesced_total). A copy that finds no free
+// buffer is not made; the scheduler asks again after that robot's next cycle. A brain that has not run since this daemon last wrote it
+// is not written again. A write that fails (a full disk) is counted, logged and retried, unless a
+// newer one arrived meanwhile.
 //
 // Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
 // fresh brain (its file is deleted and no snapshot of the old brain is written afterwards).
@@ -87,6 +88,10 @@ class Checkpointer final : public SnapshotSink {
   struct Binding {
     std::string robot_id;
     std::array<uint8_t, 32> token_sha256{};
+    // The cycle this daemon last wrote for the slot's brain: an unchanged brain is not written
+    // again. Behind a proxy that matters: a robot that moved on to another daemon keeps running
+    // there, and this daemon's stale copy (released at idle expiry) must not overwrite its file.
+    std::optional<uint64_t> written_cycle;
   };
   struct Job {
     CheckpointHeader header;

@@ -14,7 +14,8 @@ class SnapshotSink {
   // Engine thread. Whether `slot` holds a brain whose checkpoints are kept.
   virtual bool Wants(int slot) const = 0;
   // Engine thread. A buffer (allocated at start) to copy `slot`'s brain into, or nullptr when the
-  // sink does not want it or has no buffer free (its writer is behind; counted as skipped).
+  // sink does not want it or has no buffer free (its writer is behind; the scheduler asks again
+  // after the slot's next cycle).
   virtual BrainSnapshot* Claim(int slot) = 0;
   // Engine thread. The buffer from Claim, now holding `slot`'s brain (copied = true) or not.
   virtual void Take(int slot, BrainSnapshot* buffer, bool copied) = 0;

@@ -27,7 +27,7 @@ float Std(const std::vector<float>& v) {
 
 // A field rising along x in every content channel pulls motor 0 (group 0, axis x) forward.
 TEST(BrainBehaviour, FieldRisingAlongXDrivesMotorZeroForward) {
-  for (const FieldShape shape : {FieldShape::Small(), FieldShape::Default()}) {
+  for (const FieldShape shape : {FieldShape::Tiny(), FieldShape::Small(), FieldShape::Default()}) {
     for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
       BrainRig rig(shape, 1);
       const int b = rig.Add(Spec(seed));

@@ -149,6 +149,41 @@ TEST_F(CheckpointRestartTest, CheckpointsAreWrittenEveryNCyclesAndOnDisconnect) 
   EXPECT_THAT(metrics, HasSubstr("brain_checkpoint_bytes_total"));
 }
 
+// Daemons behind one proxy share the directory. A robot that left this daemon may be running on
+// another one, which writes newer checkpoints; this daemon's kept copy, unchanged since its own
+// last write, must not overwrite them when it expires.
+TEST_F(CheckpointRestartTest, AKeptBrainThatDidNotRunIsNotWrittenAgainWhenItExpires) {
+  ServerConfig c = TestServerConfig();
+  c.checkpoint_dir = dir_;
+  c.checkpoint_every_cycles = 1000;
+  c.idle_keep_s = 1;
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = StubOf(**server);
+  {
+    RawStream s(stub.get());
+    ASSERT_TRUE(s.Open(HelloOf("mover")).has_value());
+    for (int t = 1; t <= 5; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
+    EXPECT_TRUE(s.Close().ok());
+  }
+  Checkpointer& checkpointer = *(*server)->checkpointer();
+  for (int i = 0; i < 500 && checkpointer.written() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(checkpointer.Flush(absl::Seconds(10)));
+  ASSERT_EQ(checkpointer.written(), 1) << "the disconnect's checkpoint";
+  // Another daemon ran the robot on and wrote its file.
+  const std::string path = CheckpointPath(dir_, "mover");
+  const std::string other_daemons = "written by the daemon the robot moved to";
+  std::ofstream(path, std::ios::trunc) << other_daemons;
+  // The kept brain expires after 1 s (the reaper checks every 250 ms) and its slot is released.
+  for (int i = 0; i < 500 && (*server)->sessions().kept() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ((*server)->sessions().kept(), 0);
+  for (int i = 0; i < 500 && (*server)->scheduler().releases() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ((*server)->scheduler().releases(), 1);
+  ASSERT_TRUE(checkpointer.Flush(absl::Seconds(10)));
+  EXPECT_EQ(checkpointer.written(), 1);
+  EXPECT_EQ(*ReadWholeFile(path), other_daemons);
+}
+
 TEST_F(CheckpointRestartTest, EveryBrainReachesDiskAtShutdownWithMoreRobotsThanCopyBuffers) {
   constexpr int kRobots = Checkpointer::kBuffers + 3;
   std::unique_ptr<BrainServer> server = Start(dir_, /*every=*/1000, kRobots);

@@ -1,7 +1,6 @@
 #include "server/server_config.h"
 
 #include <cmath>
-
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -95,6 +94,20 @@ TEST(ServerConfigTest, SmallFieldAndExplicitBatch) {
   ASSERT_TRUE(ValidateConfig(c).ok());
   EXPECT_EQ(MakeEngineConfig(c).shape, FieldShape::Small());
   EXPECT_EQ(MakeEngineConfig(c).max_batch, 4);
+}
+
+TEST(ServerConfigTest, TinyFieldIsTheSmallestValidShape) {
+  ServerConfig c;
+  c.field = "tiny";
+  ASSERT_TRUE(ValidateConfig(c).ok());
+  const FieldShape tiny = MakeEngineConfig(c).shape;
+  EXPECT_EQ(tiny, (FieldShape{16, 8, 8, 8}));
+  EXPECT_TRUE(tiny.valid());
+  FieldShape fewer_channels = tiny, shorter_side = tiny;
+  fewer_channels.channels -= 16;
+  shorter_side.nx -= 4;
+  EXPECT_FALSE(fewer_channels.valid());
+  EXPECT_FALSE(shorter_side.valid());
 }
 
 TEST(ServerConfigTest, AutoFieldFollowsTheEngine) {
