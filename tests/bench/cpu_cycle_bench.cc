@@ -25,7 +25,10 @@ class StageTotals final : public StageTimingSink {
 };
 
 void BM_CpuCycle(benchmark::State& state) {
-  const FieldShape shape = state.range(0) ? FieldShape::Default() : FieldShape::Small();
+  // 0 small, 1 default, 2 tiny (brain-load's field: what the engine costs at the smallest shape).
+  const FieldShape shape = state.range(0) == 1   ? FieldShape::Default()
+                           : state.range(0) == 2 ? FieldShape::Tiny()
+                                                 : FieldShape::Small();
   const int robots = int(state.range(1));
   EngineConfig config;
   config.shape = shape;
@@ -64,13 +67,13 @@ void BM_CpuCycle(benchmark::State& state) {
       benchmark::Counter(double(robots), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["field_bytes_per_s"] = benchmark::Counter(
       2.0 * double(shape.floats()) * sizeof(float) * robots, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(shape.nx == 32 ? "default" : "small") + " field, " + std::to_string(robots) +
+  state.SetLabel(std::string(shape.nx == 32 ? "default" : shape.nx == 16 ? "small" : "tiny") + " field, " + std::to_string(robots) +
                  " robots, " + (config.threads == 1 ? "1 thread" : "all cores"));
 }
 
 void Args(benchmark::internal::Benchmark* b) {
   const int cores = int(std::thread::hardware_concurrency());
-  for (int field : {0, 1})
+  for (int field : {0, 1, 2})
     for (int robots : {1, 16})
       for (int threads : {1, cores}) b->Args({field, robots, threads});
   b->Unit(benchmark::kMillisecond)->UseRealTime();

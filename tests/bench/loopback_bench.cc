@@ -78,7 +78,10 @@ class Daemon {
  public:
   Daemon(const std::string& field, int port) {
     std::vector<std::string> args = {FIELDBRAIN_SERVER_BINARY, "--listen=127.0.0.1:" + std::to_string(port),
-                                     "--engine=cpu", "--field=" + field, "--max_robots=1"};
+                                     "--engine=cpu", "--field=" + field, "--max_robots=1",
+                                     // One robot stepping back to back outruns the default
+                                     // per-robot limit (1000 Hz): measure the round trip, not it.
+                                     "--max_frame_hz=0"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
