@@ -42,7 +42,8 @@ ABSL_FLAG(std::string, id_prefix, "load-", "robot ids are <id_prefix><index>");
 ABSL_FLAG(int, server_pid, 0, "the daemon's pid on this machine: report its CPU time per frame (0 = not measured)");
 ABSL_FLAG(double, connect_timeout_s, 10, "how long to wait for every robot's Welcome");
 ABSL_FLAG(double, starved_below, 0.9,
-          "a robot that got fewer than this share of its ticks answered in the measured time is starved");
+          "a robot whose brain ran (status OK) fewer than this share of its ticks in the measured time "
+          "is starved");
 ABSL_FLAG(bool, quiet, false, "no live lines, only the summary");
 
 namespace {
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<fieldbrain::sim::ProcessCpu> cpu_before = absl::UnknownError("not read");
   if (measuring && server_pid > 0) cpu_before = fieldbrain::sim::ReadProcessCpu(server_pid);
   LoadWindow total;
-  std::vector<uint64_t> answered(robots.size(), 0);
+  std::vector<uint64_t> ok_answers(robots.size(), 0);  // per robot: frames its brain ran
   for (absl::Time next = start + absl::Seconds(1);; next += absl::Seconds(1)) {
     const absl::Time end = measure_start + measured;
     absl::SleepFor(std::min(next, end) - absl::Now());
@@ -197,7 +198,7 @@ int main(int argc, char** argv) {
     LoadWindow second;
     for (size_t i = 0; i < robots.size(); ++i) {
       LoadWindow w = robots[i]->TakeWindow();
-      if (measuring) answered[i] += w.answered;
+      if (measuring) ok_answers[i] += w.answered - Sum(w.not_ok);
       second.Merge(w);
     }
     if (measuring) total.Merge(second);
@@ -228,8 +229,8 @@ int main(int argc, char** argv) {
   const double offered_per_robot = hz * absl::ToDoubleSeconds(ran);
   uint64_t fewest = UINT64_MAX;
   for (size_t i = 0; i < robots.size(); ++i) {
-    fewest = std::min(fewest, answered[i]);
-    if (double(answered[i]) < absl::GetFlag(FLAGS_starved_below) * offered_per_robot) ++starved;
+    fewest = std::min(fewest, ok_answers[i]);
+    if (double(ok_answers[i]) < absl::GetFlag(FLAGS_starved_below) * offered_per_robot) ++starved;
   }
   const uint64_t not_ok = Sum(total.not_ok);
 
@@ -248,7 +249,7 @@ int main(int argc, char** argv) {
               Ms(total.server_time.max()).c_str());
   std::printf("  non-OK statuses: %llu (%s)\n", static_cast<unsigned long long>(not_ok), NotOkText(total.not_ok).c_str());
   std::printf("  streams ended early: %s\n", NotOkText(stream_ends).c_str());
-  std::printf("  robots starved: %d of %d (fewest answers: %llu of %.0f offered; starved below %.0f %%)\n",
+  std::printf("  robots starved: %d of %d (fewest OK answers: %llu of %.0f ticks; starved below %.0f %%)\n",
               starved, n, static_cast<unsigned long long>(fewest == UINT64_MAX ? 0 : fewest),
               offered_per_robot, 100 * absl::GetFlag(FLAGS_starved_below));
   std::printf("  pacer's worst lateness: %s (this tool's own limit)\n", Ms(pacer.worst_lag()).c_str());
