@@ -177,17 +177,13 @@ void CycleStream::HandleHello() {
     fail(*failure);
     return;
   }
-  // A robot the table does not know may have a brain on disk (a restarted daemon).
   const std::string& robot_id = hello.profile().robot_id();
-  std::optional<RestorableBrain> restorable;
-  if (deps.checkpointer != nullptr && !deps.sessions->Knows(robot_id)) {
-    absl::StatusOr<std::optional<RestorableBrain>> found = deps.checkpointer->ForHello(hello);
-    if (!found.ok()) {
-      fail(ToGrpcStatus(found.status()));
-      return;
-    }
-    restorable = *std::move(found);
+  absl::StatusOr<std::optional<RestorableBrain>> found = BrainOnDisk(hello);
+  if (!found.ok()) {
+    fail(ToGrpcStatus(found.status()));
+    return;
   }
+  std::optional<RestorableBrain> restorable = *std::move(found);
   absl::StatusOr<SessionGrant> grant = restorable.has_value()
                                            ? deps.sessions->AttachRestored(hello, id_, restorable->seed)
                                            : deps.sessions->Attach(hello, id_, absl::Now());
@@ -265,6 +261,28 @@ void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
     MaybeFinishLocked();
   }
   Release();
+}
+
+absl::StatusOr<std::optional<RestorableBrain>> CycleStream::BrainOnDisk(const brain::v1::Hello& hello) {
+  const ServiceDeps& deps = service_->deps();
+  if (deps.checkpointer == nullptr) return std::nullopt;
+  const std::string& robot_id = hello.profile().robot_id();
+  if (!deps.sessions->Knows(robot_id)) return deps.checkpointer->ForHello(hello);
+  // Daemons behind one proxy share the checkpoints: a robot that ran on another daemon since it
+  // left this one comes back to a kept copy older than its file.
+  const std::optional<int> kept = deps.sessions->KeptSlot(robot_id);
+  if (!kept.has_value() || hello.fresh()) return std::nullopt;
+  const uint64_t kept_cycle = deps.scheduler->brain_cycle(*kept);
+  const std::optional<uint64_t> on_disk = deps.checkpointer->CycleOnDisk(robot_id);
+  if (!on_disk.has_value() || *on_disk <= kept_cycle) return std::nullopt;
+  absl::StatusOr<std::optional<RestorableBrain>> newer = deps.checkpointer->ForHello(hello);
+  // Refused or not this token's: the kept brain answers the Hello (its token check says why).
+  if (!newer.ok() || !newer->has_value()) return std::nullopt;
+  if (!deps.sessions->DropKept(robot_id)) return std::nullopt;  // resumed or expired meanwhile
+  deps.checkpointer->Forget(robot_id);  // the kept copy's release writes nothing over the newer file
+  LogInfo("robot_id \"", robot_id, "\": its kept brain (cycle ", kept_cycle,
+          ") is replaced by its newer checkpoint (cycle ", *on_disk, ")");
+  return newer;
 }
 
 void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {

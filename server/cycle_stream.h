@@ -33,6 +33,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "brain/v1/brain.grpc.pb.h"
+#include "server/checkpoint/checkpointer.h"
 #include "server/frame_sink.h"
 #include "server/session_table.h"
 #include "server/token_bucket.h"
@@ -88,6 +89,10 @@ class CycleStream final
   ~CycleStream() override = default;  // only through Release
 
   void HandleHello();
+  // The brain a Hello gets from disk (checkpointer.h): for a robot the table does not know (a
+  // restarted daemon, or a robot another daemon served), and for one whose kept brain is older
+  // than its checkpoint (it ran on another daemon since), which then replaces the kept one.
+  absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const brain::v1::Hello& hello);
   void HandleFrame(const brain::v1::SensorFrame& frame);
   void OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot);
 

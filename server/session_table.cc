@@ -130,6 +130,21 @@ bool SessionTable::Knows(const std::string& robot_id) const {
   return sessions_.contains(robot_id);
 }
 
+std::optional<int> SessionTable::KeptSlot(const std::string& robot_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(robot_id);
+  if (it == sessions_.end() || it->second.state != State::kDetached || it->second.slot < 0) return std::nullopt;
+  return it->second.slot;
+}
+
+bool SessionTable::DropKept(const std::string& robot_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(robot_id);
+  if (it == sessions_.end() || it->second.state != State::kDetached || it->second.slot < 0) return false;
+  EraseLocked(it);
+  return true;
+}
+
 void SessionTable::CompleteCreate(const std::string& robot_id, StreamId stream, int slot) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(robot_id);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -70,6 +71,11 @@ class SessionTable {
   absl::StatusOr<SessionGrant> AttachRestored(const brain::v1::Hello& hello, StreamId stream, uint64_t seed);
   // Whether the table has a session (live, being created or kept) for `robot_id`.
   bool Knows(const std::string& robot_id) const;
+  // The slot of `robot_id`'s kept brain (detached, not yet expired), if it has one.
+  std::optional<int> KeptSlot(const std::string& robot_id) const;
+  // Forgets `robot_id`'s kept brain, releasing its slot, when it is still kept: a newer copy of it
+  // (another daemon's checkpoint) replaces it. False when it is not kept (any more).
+  bool DropKept(const std::string& robot_id);
   // The brain reserved for (robot_id, stream) exists in `slot`. If the session is gone meanwhile,
   // the slot is released.
   void CompleteCreate(const std::string& robot_id, StreamId stream, int slot);

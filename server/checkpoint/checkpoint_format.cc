@@ -212,4 +212,19 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   return d;
 }
 
+std::optional<uint64_t> PeekCheckpointCycle(absl::string_view prefix) {
+  if (prefix.size() < kCheckpointCycleEnd || std::memcmp(prefix.data(), kCheckpointMagic, sizeof(kCheckpointMagic)) != 0) {
+    return std::nullopt;
+  }
+  auto u32_at = [&](size_t at) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | uint8_t(prefix[at + size_t(i)]);
+    return v;
+  };
+  if (u32_at(8) != kCheckpointVersion) return std::nullopt;
+  uint64_t cycle = 0;
+  for (int i = 7; i >= 0; --i) cycle = (cycle << 8) | uint8_t(prefix[kCheckpointCycleEnd - 8 + size_t(i)]);
+  return cycle;
+}
+
 }  // namespace fieldbrain::server

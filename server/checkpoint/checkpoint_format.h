@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -44,5 +45,13 @@ std::string EncodeCheckpoint(const CheckpointHeader& header, const BrainSnapshot
 // Refuses (DATA_LOSS for damage, FAILED_PRECONDITION for a file from another daemon or version)
 // with a reason; never reads past `bytes`.
 absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, const FieldShape& expected_shape);
+
+// The header up to the cycle count: magic, version, 7 layout constants, shape, counts, seed, cycle.
+inline constexpr size_t kCheckpointCycleEnd = 8 + 4 + 7 * 4 + 4 * 4 + 2 * 4 + 8 + 8;
+
+// The cycle count of a version-1 file from its first kCheckpointCycleEnd bytes, unchecked (the
+// hash covers the whole file): enough to tell whether a file is newer than a brain in memory,
+// never to restore one. nullopt for a prefix without the magic and version.
+std::optional<uint64_t> PeekCheckpointCycle(absl::string_view prefix);
 
 }  // namespace fieldbrain::server

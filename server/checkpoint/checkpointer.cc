@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 
 #include <cstdio>
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,24 @@ void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<
   absl::MutexLock lock(&mu_);
   if (slot < 0 || size_t(slot) >= slots_.size()) return;
   slots_[size_t(slot)] = Binding{robot_id, token_sha256};
+}
+
+void Checkpointer::Forget(const std::string& robot_id) {
+  absl::MutexLock lock(&mu_);
+  if (auto it = pending_.find(robot_id); it != pending_.end()) {
+    FreeLocked(it->second.snapshot);
+    pending_.erase(it);
+  }
+  for (std::optional<Binding>& b : slots_) {
+    if (b.has_value() && b->robot_id == robot_id) b.reset();
+  }
+}
+
+std::optional<uint64_t> Checkpointer::CycleOnDisk(const std::string& robot_id) const {
+  std::ifstream in(CheckpointPath(dir_, robot_id), std::ios::binary);
+  std::string prefix(kCheckpointCycleEnd, '\0');
+  if (!in.read(prefix.data(), std::streamsize(prefix.size()))) return std::nullopt;
+  return PeekCheckpointCycle(prefix);
 }
 
 void Checkpointer::Discard(const std::string& robot_id) {

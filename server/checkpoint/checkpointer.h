@@ -53,6 +53,12 @@ class Checkpointer final : public SnapshotSink {
 
   // Any thread. `slot` now holds `robot_id`'s brain, resumable with the token whose SHA-256 this is.
   void Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256);
+  // Any thread. Forgets the robot's slots, so a brain being released there is not written: a
+  // newer copy on disk replaces it. The file stays.
+  void Forget(const std::string& robot_id);
+  // Any thread. The cycle count in the header of the robot's checkpoint, read without checking
+  // the file (Load does): whether another daemon has run the brain further than a kept copy.
+  std::optional<uint64_t> CycleOnDisk(const std::string& robot_id) const;
   // Any thread. Deletes the robot's checkpoint and forgets its slots: a fresh brain replaces it.
   void Discard(const std::string& robot_id);
   // Any thread. The robot's last checkpoint: NotFound when it has none; a refusal (corrupt,

@@ -98,6 +98,24 @@ TEST_F(CheckpointFormatTest, ARestoredBrainRunsOnBitForBitAsTheOriginal) {
   EXPECT_EQ(a.back().cycle, 65u);
 }
 
+// The cycle a daemon compares with a kept brain, read from the start of the file alone.
+TEST_F(CheckpointFormatTest, TheCycleIsReadFromTheHeadOfTheFile) {
+  BrainSnapshot snapshot = *engine_->Snapshot(original_);
+  CheckpointHeader header = Header(snapshot);
+  header.cycle = 0x0102030405060708ull;
+  const std::string bytes = EncodeCheckpoint(header, snapshot);
+  const std::string head = bytes.substr(0, kCheckpointCycleEnd);
+  EXPECT_EQ(PeekCheckpointCycle(head), 0x0102030405060708ull);
+  EXPECT_EQ(PeekCheckpointCycle(bytes), 0x0102030405060708ull);
+  EXPECT_EQ(PeekCheckpointCycle(head.substr(0, kCheckpointCycleEnd - 1)), std::nullopt) << "cut short";
+  std::string other_magic = head;
+  other_magic[0] = 'X';
+  EXPECT_EQ(PeekCheckpointCycle(other_magic), std::nullopt);
+  std::string other_version = head;
+  other_version[8] = 2;
+  EXPECT_EQ(PeekCheckpointCycle(other_version), std::nullopt);
+}
+
 TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {
   const BrainSnapshot snapshot = *engine_->Snapshot(original_);
   const std::string bytes = EncodeCheckpoint(Header(snapshot), snapshot);

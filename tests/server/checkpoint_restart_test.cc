@@ -184,6 +184,52 @@ TEST_F(CheckpointRestartTest, AKeptBrainThatDidNotRunIsNotWrittenAgainWhenItExpi
   EXPECT_EQ(*ReadWholeFile(path), other_daemons);
 }
 
+// Two daemons behind one proxy, one checkpoint directory: the robot leaves A (which keeps its
+// brain), runs on B, and comes back to A. A must give it B's newer brain, not its own older copy,
+// and must not write that older copy over B's file when it lets it go.
+TEST_F(CheckpointRestartTest, ARobotBackFromAnotherDaemonGetsItsNewerBrainNotTheKeptCopy) {
+  std::unique_ptr<BrainServer> a = Start(dir_, /*every=*/1000);
+  std::unique_ptr<BrainServer> b = Start(dir_, /*every=*/1000);
+  auto stub_a = StubOf(*a);
+  auto stub_b = StubOf(*b);
+  std::string token;
+  {
+    RawStream s(stub_a.get());
+    std::optional<Welcome> w = s.Open(HelloOf("traveller"));
+    ASSERT_TRUE(w.has_value());
+    token = w->resume_token();
+    for (int t = 1; t <= 5; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
+    EXPECT_TRUE(s.Close().ok());
+  }
+  for (int i = 0; i < 500 && a->checkpointer()->written() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(a->checkpointer()->Flush(absl::Seconds(10)));
+  ASSERT_EQ(a->sessions().kept(), 1);
+  {
+    RawStream s(stub_b.get());
+    std::optional<Welcome> w = s.Open(HelloOf("traveller", token));
+    ASSERT_TRUE(w.has_value());
+    EXPECT_EQ(w->cycle(), 5u) << "B restores A's checkpoint";
+    for (int t = 6; t <= 12; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
+    EXPECT_TRUE(s.Close().ok());
+  }
+  for (int i = 0; i < 500 && b->checkpointer()->written() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(b->checkpointer()->Flush(absl::Seconds(10)));
+  RawStream back(stub_a.get());
+  std::optional<Welcome> w = back.Open(HelloOf("traveller", token));
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->resumed());
+  EXPECT_EQ(w->cycle(), 12u) << "A gave back its own older copy";
+  std::optional<MotorFrame> m = back.Step(Frame(13));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->cycle(), 13u);
+  // A released its older copy without writing it: the file still holds B's cycle 12.
+  ASSERT_TRUE(a->checkpointer()->Flush(absl::Seconds(10)));
+  absl::StatusOr<std::string> bytes = ReadWholeFile(CheckpointPath(dir_, "traveller"));
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(DecodeCheckpoint(*bytes, FieldShape::Small())->header.cycle, 12u);
+  EXPECT_EQ(a->scheduler().double_releases(), 0);
+}
+
 TEST_F(CheckpointRestartTest, EveryBrainReachesDiskAtShutdownWithMoreRobotsThanCopyBuffers) {
   constexpr int kRobots = Checkpointer::kBuffers + 3;
   std::unique_ptr<BrainServer> server = Start(dir_, /*every=*/1000, kRobots);
