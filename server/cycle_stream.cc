@@ -268,20 +268,28 @@ absl::StatusOr<std::optional<RestorableBrain>> CycleStream::BrainOnDisk(const br
   if (deps.checkpointer == nullptr) return std::nullopt;
   const std::string& robot_id = hello.profile().robot_id();
   if (!deps.sessions->Knows(robot_id)) return deps.checkpointer->ForHello(hello);
-  // Daemons behind one proxy share the checkpoints: a robot that ran on another daemon since it
-  // left this one comes back to a kept copy older than its file.
-  const std::optional<int> kept = deps.sessions->KeptSlot(robot_id);
+  // Daemons behind one proxy share the checkpoints, so a kept copy may be behind the robot's file:
+  // the robot ran on another daemon since (a higher cycle), or started afresh there (the Hello's
+  // token is the file's, not the copy's). An expired copy, not yet reaped, gives way to a file that
+  // holds at least as much.
+  const std::optional<SessionTable::KeptBrain> kept =
+      deps.sessions->Kept(robot_id, hello.resume_token(), absl::Now());
   if (!kept.has_value() || hello.fresh()) return std::nullopt;
-  const uint64_t kept_cycle = deps.scheduler->brain_cycle(*kept);
-  const std::optional<uint64_t> on_disk = deps.checkpointer->CycleOnDisk(robot_id);
-  if (!on_disk.has_value() || *on_disk <= kept_cycle) return std::nullopt;
+  const uint64_t kept_cycle = deps.scheduler->brain_cycle(kept->slot);
+  if (kept->token_matches) {
+    const std::optional<uint64_t> on_disk = deps.checkpointer->CycleOnDisk(robot_id);
+    if (!on_disk.has_value() || *on_disk < kept_cycle || (*on_disk == kept_cycle && !kept->expired)) {
+      return std::nullopt;
+    }
+  }
   absl::StatusOr<std::optional<RestorableBrain>> newer = deps.checkpointer->ForHello(hello);
-  // Refused or not this token's: the kept brain answers the Hello (its token check says why).
+  // Refused or not this token's: the kept copy answers the Hello (its token check says why).
   if (!newer.ok() || !newer->has_value()) return std::nullopt;
-  if (!deps.sessions->DropKept(robot_id)) return std::nullopt;  // resumed or expired meanwhile
-  deps.checkpointer->Forget(robot_id);  // the kept copy's release writes nothing over the newer file
-  LogInfo("robot_id \"", robot_id, "\": its kept brain (cycle ", kept_cycle,
-          ") is replaced by its newer checkpoint (cycle ", *on_disk, ")");
+  // The copy's release must write nothing over the newer file: unbound before the slot goes.
+  const bool dropped = deps.sessions->DropKept(robot_id, [&] { deps.checkpointer->Forget(robot_id); });
+  if (!dropped && deps.sessions->Knows(robot_id)) return std::nullopt;  // it was resumed meanwhile
+  LogInfo("robot_id \"", robot_id, "\": its kept brain (cycle ", kept_cycle, ") gives way to its checkpoint (cycle ",
+          (*newer)->snapshot->state.cycle, ")");
   return newer;
 }
 
@@ -360,6 +368,7 @@ void CycleStream::OnWriteDone(bool ok) {
   writing_ = false;
   head_ = (head_ + 1) % kRing;
   --count_;
+  last_write_done_at_ = absl::Now();
   if (!ok) {  // the stream is broken; nothing more can be written
     RequestFinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"), true);
   } else if (count_ > 0) {
@@ -410,8 +419,10 @@ void CycleStream::ExpireIfSilent(absl::Time now, absl::Duration hello_limit, abs
     RequestFinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                      absl::StrCat("no Hello within ", absl::FormatDuration(hello_limit))),
                         true);
-  } else if (phase_ == Phase::kRunning && frame_limit > absl::ZeroDuration() && read_busy_ &&
-             now - read_armed_at_ >= frame_limit) {
+  } else if (phase_ == Phase::kRunning && frame_limit > absl::ZeroDuration() && read_busy_ && outstanding_ == 0 &&
+             count_ == 0 && now - std::max(read_armed_at_, last_write_done_at_) >= frame_limit) {
+    // Silent: a read waits, and the daemon owes nothing (a robot that waits for each answer
+    // before its next frame is not idle while its brain runs or its answer is being written).
     // Every answer owed is written first: the robot may still be there to read them.
     RequestFinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                      absl::StrCat("no SensorFrame for ", absl::FormatDuration(frame_limit),

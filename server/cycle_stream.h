@@ -71,10 +71,10 @@ class CycleStream final
   // Ends the stream with DEADLINE_EXCEEDED when it is silent at `now`:
   //  - open for `hello_limit` without a Hello: a connection that never says who it is must not
   //    hold server resources;
-  //  - running, with a read waiting `frame_limit` (zero = never) for a frame that does not come:
-  //    behind a proxy the robot may be long gone while the proxy's connection is alive. The brain
-  //    is kept, as after any stream end. Time the stream itself stops reading (backpressure) does
-  //    not count.
+  //  - running, with a read waiting `frame_limit` (zero = never) for a frame that does not come
+  //    while nothing is owed to the robot: behind a proxy the robot may be long gone while the
+  //    proxy's connection is alive. The brain is kept, as after any stream end. Time the stream
+  //    stops reading (backpressure), runs a frame or writes an answer does not count.
   void ExpireIfSilent(absl::Time now, absl::Duration hello_limit, absl::Duration frame_limit);
 
   // Holds that keep this object alive (see the file comment). TryHold fails once the count
@@ -134,7 +134,8 @@ class CycleStream final
   int holds_ ABSL_GUARDED_BY(mu_) = 1;        // gRPC's, until OnDone
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // scheduler callbacks still owed
   bool read_busy_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time read_armed_at_ ABSL_GUARDED_BY(mu_);  // when the outstanding read was started
+  absl::Time read_armed_at_ ABSL_GUARDED_BY(mu_);       // when the outstanding read was started
+  absl::Time last_write_done_at_ ABSL_GUARDED_BY(mu_);  // when the last answer was written
   // A handler of the last read (Hello or frame) runs outside mu_ and may still queue an answer:
   // the stream must not Finish until it is done, or that answer would be written after Finish.
   bool handling_ ABSL_GUARDED_BY(mu_) = false;

@@ -130,17 +130,20 @@ bool SessionTable::Knows(const std::string& robot_id) const {
   return sessions_.contains(robot_id);
 }
 
-std::optional<int> SessionTable::KeptSlot(const std::string& robot_id) const {
+std::optional<SessionTable::KeptBrain> SessionTable::Kept(const std::string& robot_id, const std::string& token,
+                                                         absl::Time now) const {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(robot_id);
   if (it == sessions_.end() || it->second.state != State::kDetached || it->second.slot < 0) return std::nullopt;
-  return it->second.slot;
+  const Session& s = it->second;
+  return KeptBrain{s.slot, !token.empty() && TokensEqual(token, s.resume_token), now - s.detached_since >= idle_keep_};
 }
 
-bool SessionTable::DropKept(const std::string& robot_id) {
+bool SessionTable::DropKept(const std::string& robot_id, absl::FunctionRef<void()> before_release) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(robot_id);
   if (it == sessions_.end() || it->second.state != State::kDetached || it->second.slot < 0) return false;
+  before_release();
   EraseLocked(it);
   return true;
 }

@@ -18,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -71,11 +72,18 @@ class SessionTable {
   absl::StatusOr<SessionGrant> AttachRestored(const brain::v1::Hello& hello, StreamId stream, uint64_t seed);
   // Whether the table has a session (live, being created or kept) for `robot_id`.
   bool Knows(const std::string& robot_id) const;
-  // The slot of `robot_id`'s kept brain (detached, not yet expired), if it has one.
-  std::optional<int> KeptSlot(const std::string& robot_id) const;
+  // `robot_id`'s kept brain (detached, holding a slot; `expired` once idle_keep has passed at
+  // `now`, though not reaped yet), and whether `token` is its resume token.
+  struct KeptBrain {
+    int slot = -1;
+    bool token_matches = false;
+    bool expired = false;
+  };
+  std::optional<KeptBrain> Kept(const std::string& robot_id, const std::string& token, absl::Time now) const;
   // Forgets `robot_id`'s kept brain, releasing its slot, when it is still kept: a newer copy of it
-  // (another daemon's checkpoint) replaces it. False when it is not kept (any more).
-  bool DropKept(const std::string& robot_id);
+  // (another daemon's checkpoint) replaces it. `before_release` runs first, under the table's lock
+  // (it must not call back into the table). False when it is not kept (any more).
+  bool DropKept(const std::string& robot_id, absl::FunctionRef<void()> before_release);
   // The brain reserved for (robot_id, stream) exists in `slot`. If the session is gone meanwhile,
   // the slot is released.
   void CompleteCreate(const std::string& robot_id, StreamId stream, int slot);

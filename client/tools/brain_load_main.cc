@@ -161,12 +161,16 @@ int main(int argc, char** argv) {
                                                  absl::GetFlag(FLAGS_sensors), absl::GetFlag(FLAGS_motors)));
     robots.back()->Start(stubs[i % connections].get(), *token);
   }
+  // Ticking starts at once (a robot's ticks wait for its Welcome): a robot welcomed early must
+  // not sit silent while the others connect, or the daemon's stream idle timeout ends it.
+  Pacer pacer(robots, hz);
   const absl::Time connect_deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_s));
   int connected = 0;
   for (auto& r : robots) connected += r->WaitWelcome(std::max(connect_deadline - absl::Now(), absl::ZeroDuration())) ? 1 : 0;
   std::printf("brain-load: %d robots at %g Hz against %s (%d connections): %d connected\n", n, hz, target.c_str(),
               connections, connected);
   if (connected == 0) {
+    pacer.Stop();
     for (auto& r : robots) r->Close(absl::Seconds(2));
     std::fprintf(stderr, "brain-load: no robot got a Welcome within %g s\n", absl::GetFlag(FLAGS_connect_timeout_s));
     return 1;
@@ -175,7 +179,6 @@ int main(int argc, char** argv) {
   const pid_t server_pid = absl::GetFlag(FLAGS_server_pid);
   const absl::Duration warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_s));
   const absl::Duration measured = absl::Seconds(absl::GetFlag(FLAGS_seconds));
-  Pacer pacer(robots, hz);
   const absl::Time start = absl::Now();
   absl::Time measure_start = start + warmup;
   bool measuring = warmup <= absl::ZeroDuration();

@@ -212,19 +212,25 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   return d;
 }
 
-std::optional<uint64_t> PeekCheckpointCycle(absl::string_view prefix) {
-  if (prefix.size() < kCheckpointCycleEnd || std::memcmp(prefix.data(), kCheckpointMagic, sizeof(kCheckpointMagic)) != 0) {
-    return std::nullopt;
-  }
-  auto u32_at = [&](size_t at) {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | uint8_t(prefix[at + size_t(i)]);
+std::optional<CheckpointHead> PeekCheckpointHead(absl::string_view prefix) {
+  auto uint_at = [&](size_t at, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | uint8_t(prefix[at + size_t(i)]);
     return v;
   };
-  if (u32_at(8) != kCheckpointVersion) return std::nullopt;
-  uint64_t cycle = 0;
-  for (int i = 7; i >= 0; --i) cycle = (cycle << 8) | uint8_t(prefix[kCheckpointCycleEnd - 8 + size_t(i)]);
-  return cycle;
+  if (prefix.size() < kCheckpointCycleEnd + 4 ||
+      std::memcmp(prefix.data(), kCheckpointMagic, sizeof(kCheckpointMagic)) != 0 ||
+      uint_at(8, 4) != kCheckpointVersion) {
+    return std::nullopt;
+  }
+  CheckpointHead head;
+  head.cycle = uint_at(kCheckpointCycleEnd - 8, 8);
+  const uint64_t id_bytes = uint_at(kCheckpointCycleEnd, 4);
+  const size_t token_at = kCheckpointCycleEnd + 4 + size_t(id_bytes);
+  if (id_bytes > kMaxCheckpointRobotIdBytes || prefix.size() < token_at + 32) return std::nullopt;
+  head.robot_id = std::string(prefix.substr(kCheckpointCycleEnd + 4, size_t(id_bytes)));
+  std::memcpy(head.resume_token_sha256.data(), prefix.data() + token_at, 32);
+  return head;
 }
 
 }  // namespace fieldbrain::server

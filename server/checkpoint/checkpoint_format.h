@@ -46,12 +46,19 @@ std::string EncodeCheckpoint(const CheckpointHeader& header, const BrainSnapshot
 // with a reason; never reads past `bytes`.
 absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, const FieldShape& expected_shape);
 
-// The header up to the cycle count: magic, version, 7 layout constants, shape, counts, seed, cycle.
+// The head of a version-1 file, read without checking it (the hash covers the whole file): enough
+// to tell whether a file holds a newer brain than one in memory, or another session's (daemons
+// behind one proxy share the directory), never to restore one.
+struct CheckpointHead {
+  uint64_t cycle = 0;
+  std::string robot_id;
+  std::array<uint8_t, 32> resume_token_sha256{};
+};
+// Magic, version, layout, shape, counts, seed, cycle, robot id (length + at most 128 bytes), token.
 inline constexpr size_t kCheckpointCycleEnd = 8 + 4 + 7 * 4 + 4 * 4 + 2 * 4 + 8 + 8;
-
-// The cycle count of a version-1 file from its first kCheckpointCycleEnd bytes, unchecked (the
-// hash covers the whole file): enough to tell whether a file is newer than a brain in memory,
-// never to restore one. nullopt for a prefix without the magic and version.
-std::optional<uint64_t> PeekCheckpointCycle(absl::string_view prefix);
+inline constexpr size_t kCheckpointHeadMax = kCheckpointCycleEnd + 4 + kMaxCheckpointRobotIdBytes + 32;
+// From the first bytes of a file (up to kCheckpointHeadMax); nullopt for a prefix without the
+// magic and version, or cut before the token.
+std::optional<CheckpointHead> PeekCheckpointHead(absl::string_view prefix);
 
 }  // namespace fieldbrain::server

@@ -63,11 +63,20 @@ void Checkpointer::Forget(const std::string& robot_id) {
   }
 }
 
-std::optional<uint64_t> Checkpointer::CycleOnDisk(const std::string& robot_id) const {
+std::optional<CheckpointHead> Checkpointer::HeadOnDisk(const std::string& robot_id) const {
   std::ifstream in(CheckpointPath(dir_, robot_id), std::ios::binary);
-  std::string prefix(kCheckpointCycleEnd, '\0');
-  if (!in.read(prefix.data(), std::streamsize(prefix.size()))) return std::nullopt;
-  return PeekCheckpointCycle(prefix);
+  std::string prefix(kCheckpointHeadMax, '\0');
+  in.read(prefix.data(), std::streamsize(prefix.size()));
+  prefix.resize(size_t(in.gcount()));
+  std::optional<CheckpointHead> head = PeekCheckpointHead(prefix);
+  if (!head.has_value() || head->robot_id != robot_id) return std::nullopt;
+  return head;
+}
+
+std::optional<uint64_t> Checkpointer::CycleOnDisk(const std::string& robot_id) const {
+  std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
+  if (!head.has_value()) return std::nullopt;
+  return head->cycle;
 }
 
 void Checkpointer::Discard(const std::string& robot_id) {
@@ -224,6 +233,18 @@ void Checkpointer::WriterLoop() {
 }
 
 void Checkpointer::WriteOne(Job job) {
+  // Another daemon's newer brain of this session (the robot moved on) stays. A file of another
+  // session is replaced: whoever writes last holds the robot's current session, since a session's
+  // daemon writes it periodically and at its end, and a stale copy that has not run is never
+  // written (Take).
+  if (std::optional<CheckpointHead> on_disk = HeadOnDisk(job.header.robot_id);
+      on_disk.has_value() && on_disk->cycle > job.header.cycle &&
+      on_disk->resume_token_sha256 == job.header.resume_token_sha256) {
+    absl::MutexLock lock(&mu_);
+    --writing_;
+    FreeLocked(job.snapshot);
+    return;
+  }
   const absl::Time start = absl::Now();
   const std::string bytes = EncodeCheckpoint(job.header, *job.snapshot);
   const absl::Status status = WriteFileAtomically(CheckpointPath(dir_, job.header.robot_id), bytes);

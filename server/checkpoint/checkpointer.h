@@ -7,7 +7,8 @@
 // cycle. The writer keeps at most one pending checkpoint per robot: a newer one replaces an older
 // one not yet written (counted, brain_checkpoints_coalesced_total). A copy that finds no free
 // buffer is not made; the scheduler asks again after that robot's next cycle. A brain that has not run since this daemon last wrote it
-// is not written again. A write that fails (a full disk) is counted, logged and retried, unless a
+// is not written again, and none is written over a file that holds the same session's brain of
+// a later cycle: daemons behind one proxy share the directory, and the robot may have moved on. A write that fails (a full disk) is counted, logged and retried, unless a
 // newer one arrived meanwhile.
 //
 // Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
@@ -105,6 +106,8 @@ class Checkpointer final : public SnapshotSink {
   };
   void WriterLoop();
   void WriteOne(Job job);
+  // The head of the robot's file (unchecked), if it has one.
+  std::optional<CheckpointHead> HeadOnDisk(const std::string& robot_id) const;
   void FreeLocked(BrainSnapshot* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;

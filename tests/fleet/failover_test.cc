@@ -113,7 +113,9 @@ TEST(FleetFailoverTest, RobotsOfAKilledDaemonResumeOnTheOthersAndNoOtherRobotNot
     std::optional<ChildProcess> p = ChildProcess::Spawn(
         {BRAIN_SERVER_PATH, "--listen=127.0.0.1:0", "--engine=cpu", "--field=tiny", "--threads=1",
          absl::StrCat("--max_robots=", kRobots), "--checkpoint_dir=" + Work("checkpoints"),
-         absl::StrCat("--checkpoint_every_cycles=", kCheckpointEvery), "--max_frame_hz=0"},
+         absl::StrCat("--checkpoint_every_cycles=", kCheckpointEvery), "--max_frame_hz=0",
+         // Robots stay silent until all 24 are connected; a loaded CI machine may take a while.
+         "--stream_idle_timeout_s=5"},
         daemons[d].log);
     ASSERT_TRUE(p.has_value());
     daemons[d].process = std::make_unique<ChildProcess>(std::move(*p));
@@ -236,7 +238,10 @@ TEST(FleetFailoverTest, RobotsOfAKilledDaemonResumeOnTheOthersAndNoOtherRobotNot
     ASSERT_TRUE(upstreams.contains(r->id)) << r->id << " is missing from nginx's access log";
     const std::vector<std::string>& streams = upstreams.at(r->id);
     const bool was_on_victim = FinalUpstream(streams.front()) == victim_address;
+    // The last cycle before the link broke, and the first after the robot came back: a resume
+    // shows as a safe stop (the link down) followed by OK ticks.
     int safe_stops = 0;
+    bool gapped = false;  // consecutive OK ticks whose cycles do not follow each other
     uint64_t last_before = 0;
     std::optional<uint64_t> first_after;
     std::optional<absl::Time> back_at;
@@ -245,17 +250,18 @@ TEST(FleetFailoverTest, RobotsOfAKilledDaemonResumeOnTheOthersAndNoOtherRobotNot
         ++safe_stops;
         continue;
       }
-      if (!first_after.has_value() && i > 0 && ticks[i].cycle != last_before + 1 && last_before > 0) {
+      if (safe_stops > 0 && !first_after.has_value()) {
         first_after = ticks[i].cycle;
         back_at = ticks[i].at;
       }
-      if (!first_after.has_value()) last_before = ticks[i].cycle;
+      if (first_after.has_value()) continue;
+      if (last_before > 0 && ticks[i].cycle != last_before + 1) gapped = true;
+      last_before = ticks[i].cycle;
     }
     if (!was_on_victim) {
       EXPECT_EQ(streams.size(), 1u) << r->id << " was not on the killed daemon but reconnected";
       EXPECT_EQ(safe_stops, 0) << r->id << " was not on the killed daemon but lost frames";
-      EXPECT_FALSE(first_after.has_value()) << r->id << "'s cycles jumped from " << last_before << " to "
-                                           << first_after.value_or(0);
+      EXPECT_FALSE(gapped) << r->id << "'s cycles have a gap";
       continue;
     }
     ++moved;
@@ -267,13 +273,15 @@ TEST(FleetFailoverTest, RobotsOfAKilledDaemonResumeOnTheOthersAndNoOtherRobotNot
     ASSERT_TRUE(first_after.has_value()) << r->id << " never stepped OK on a survivor";
     const uint64_t resumed_from = *first_after - 1;
     EXPECT_GE(resumed_from, uint64_t{kCheckpointEvery}) << r->id << " started a new brain instead of resuming";
-    EXPECT_LE(resumed_from, last_before);
+    // The daemon may have run (and checkpointed) a frame whose answer never reached the robot.
+    EXPECT_LE(resumed_from, last_before + 2);
+    EXPECT_FALSE(gapped) << r->id << "'s cycles have a gap before the kill";
     EXPECT_GE(resumed_from + 2 * kCheckpointEvery, last_before + 1);
     EXPECT_THAT(survivor_logs, HasSubstr(absl::StrCat("robot_id \"", r->id, "\" resumes from its checkpoint at cycle ",
                                                       resumed_from)));
     resume_ms.push_back(absl::ToDoubleMilliseconds(*back_at - killed_at));
     lost_frames.push_back(safe_stops);
-    lost_cycles.push_back(static_cast<int>(last_before - resumed_from));
+    lost_cycles.push_back(static_cast<int>(last_before) - static_cast<int>(resumed_from));
   }
   ASSERT_EQ(moved, sessions[victim]);
   std::sort(resume_ms.begin(), resume_ms.end());

@@ -2,6 +2,10 @@
 // back runs on exactly as the original, and damaged or foreign files are refused with a reason.
 #include "server/checkpoint/checkpoint_format.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -9,6 +13,8 @@
 #include "gmock/gmock.h"
 #include "gpu/engine.h"
 #include "gtest/gtest.h"
+#include "server/checkpoint/checkpoint_files.h"
+#include "server/checkpoint/checkpointer.h"
 
 namespace fieldbrain::server {
 namespace {
@@ -98,22 +104,74 @@ TEST_F(CheckpointFormatTest, ARestoredBrainRunsOnBitForBitAsTheOriginal) {
   EXPECT_EQ(a.back().cycle, 65u);
 }
 
-// The cycle a daemon compares with a kept brain, read from the start of the file alone.
-TEST_F(CheckpointFormatTest, TheCycleIsReadFromTheHeadOfTheFile) {
+// What a daemon compares with a brain in memory, read from the start of the file alone.
+TEST_F(CheckpointFormatTest, TheHeadIsReadFromTheStartOfTheFile) {
   BrainSnapshot snapshot = *engine_->Snapshot(original_);
   CheckpointHeader header = Header(snapshot);
   header.cycle = 0x0102030405060708ull;
   const std::string bytes = EncodeCheckpoint(header, snapshot);
-  const std::string head = bytes.substr(0, kCheckpointCycleEnd);
-  EXPECT_EQ(PeekCheckpointCycle(head), 0x0102030405060708ull);
-  EXPECT_EQ(PeekCheckpointCycle(bytes), 0x0102030405060708ull);
-  EXPECT_EQ(PeekCheckpointCycle(head.substr(0, kCheckpointCycleEnd - 1)), std::nullopt) << "cut short";
+  const std::string head = bytes.substr(0, kCheckpointHeadMax);
+  for (const std::string& prefix : {head, bytes, bytes.substr(0, kCheckpointCycleEnd + 4 + 5 + 32)}) {
+    const std::optional<CheckpointHead> h = PeekCheckpointHead(prefix);
+    ASSERT_TRUE(h.has_value());
+    EXPECT_EQ(h->cycle, 0x0102030405060708ull);
+    EXPECT_EQ(h->robot_id, "car-7");
+    EXPECT_EQ(h->resume_token_sha256, header.resume_token_sha256);
+  }
+  EXPECT_EQ(PeekCheckpointHead(bytes.substr(0, kCheckpointCycleEnd + 4 + 5 + 31)), std::nullopt) << "cut short";
   std::string other_magic = head;
   other_magic[0] = 'X';
-  EXPECT_EQ(PeekCheckpointCycle(other_magic), std::nullopt);
+  EXPECT_EQ(PeekCheckpointHead(other_magic), std::nullopt);
   std::string other_version = head;
   other_version[8] = 2;
-  EXPECT_EQ(PeekCheckpointCycle(other_version), std::nullopt);
+  EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
+  std::string long_id = head;
+  long_id[kCheckpointCycleEnd] = char(200);  // an id longer than the format allows
+  EXPECT_EQ(PeekCheckpointHead(long_id), std::nullopt);
+}
+
+// Daemons behind one proxy share the directory: a checkpoint is never written over the same
+// session's file of a later cycle (the robot ran on elsewhere); an older cycle, or another
+// session's file, is replaced.
+TEST_F(CheckpointFormatTest, TheWriterLeavesALaterFileOfTheSameSessionAlone) {
+  const std::string dir = ::testing::TempDir() + "/checkpoint_writer." + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const BrainSnapshot snapshot = *engine_->Snapshot(original_);
+  CheckpointHeader mine = Header(snapshot);
+  Checkpointer checkpointer(dir, 2, nullptr);
+  checkpointer.set_shape(FieldShape::Small());
+  checkpointer.Bind(original_, "car-7", mine.resume_token_sha256);
+  auto hand_over = [&](uint64_t cycle) {  // what the engine thread does for a checkpoint
+    BrainSnapshot* buffer = checkpointer.Claim(original_);
+    ASSERT_NE(buffer, nullptr);
+    *buffer = snapshot;
+    buffer->state.cycle = cycle;
+    checkpointer.Take(original_, buffer, true);
+    ASSERT_TRUE(checkpointer.Flush(absl::Seconds(10)));
+  };
+  const std::string path = CheckpointPath(dir, "car-7");
+  auto cycle_on_disk = [&] { return PeekCheckpointHead(*ReadWholeFile(path))->cycle; };
+
+  CheckpointHeader later = mine;
+  later.cycle = 55;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << EncodeCheckpoint(later, snapshot);
+  hand_over(41);
+  EXPECT_EQ(cycle_on_disk(), 55u) << "a later cycle of the same session was overwritten";
+
+  CheckpointHeader other_session = mine;
+  other_session.cycle = 3;
+  other_session.resume_token_sha256[0] ^= 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << EncodeCheckpoint(other_session, snapshot);
+  hand_over(42);
+  EXPECT_EQ(cycle_on_disk(), 42u) << "another session's file must be replaced";
+
+  CheckpointHeader earlier = mine;
+  earlier.cycle = 20;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << EncodeCheckpoint(earlier, snapshot);
+  hand_over(43);
+  EXPECT_EQ(cycle_on_disk(), 43u) << "this session's own older file must be replaced";
+  EXPECT_EQ(checkpointer.written(), 2);
 }
 
 TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {

@@ -39,6 +39,15 @@ brain::v1::CycleRequest Frame(int t) {
   return FrameRequest(uint64_t(t), v, std::cos(0.11f * float(t)) * 0.5f);
 }
 
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return done();
+}
+
 class CheckpointRestartTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -228,6 +237,42 @@ TEST_F(CheckpointRestartTest, ARobotBackFromAnotherDaemonGetsItsNewerBrainNotThe
   ASSERT_TRUE(bytes.ok());
   EXPECT_EQ(DecodeCheckpoint(*bytes, FieldShape::Small())->header.cycle, 12u);
   EXPECT_EQ(a->scheduler().double_releases(), 0);
+}
+
+// The robot left A (which keeps its brain) and started afresh on B: back on A with B's token it
+// gets B's brain, although A's copy has run more cycles.
+TEST_F(CheckpointRestartTest, ARobotThatStartedAfreshElsewhereGetsThatBrainNotTheKeptCopy) {
+  std::unique_ptr<BrainServer> a = Start(dir_, /*every=*/1000);
+  std::unique_ptr<BrainServer> b = Start(dir_, /*every=*/1000);
+  auto stub_a = StubOf(*a);
+  auto stub_b = StubOf(*b);
+  {
+    RawStream s(stub_a.get());
+    ASSERT_TRUE(s.Open(HelloOf("renewed")).has_value());
+    for (int t = 1; t <= 9; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
+    EXPECT_TRUE(s.Close().ok());
+  }
+  ASSERT_TRUE(Eventually([&] { return a->sessions().kept() == 1 && a->checkpointer()->written() == 1; }));
+  ASSERT_TRUE(a->checkpointer()->Flush(absl::Seconds(10)));
+  std::string token;
+  {
+    RawStream s(stub_b.get());
+    brain::v1::Hello fresh = HelloOf("renewed");
+    fresh.set_fresh(true);
+    std::optional<Welcome> w = s.Open(fresh);
+    ASSERT_TRUE(w.has_value());
+    EXPECT_EQ(w->cycle(), 0u);
+    token = w->resume_token();
+    for (int t = 1; t <= 3; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
+    EXPECT_TRUE(s.Close().ok());
+  }
+  for (int i = 0; i < 500 && b->checkpointer()->written() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(b->checkpointer()->Flush(absl::Seconds(10)));
+  RawStream back(stub_a.get());
+  std::optional<Welcome> w = back.Open(HelloOf("renewed", token));
+  ASSERT_TRUE(w.has_value()) << "A refused B's token for its own older session";
+  EXPECT_TRUE(w->resumed());
+  EXPECT_EQ(w->cycle(), 3u);
 }
 
 TEST_F(CheckpointRestartTest, EveryBrainReachesDiskAtShutdownWithMoreRobotsThanCopyBuffers) {
