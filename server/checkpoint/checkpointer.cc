@@ -80,16 +80,7 @@ std::optional<uint64_t> Checkpointer::CycleOnDisk(const std::string& robot_id) c
 }
 
 void Checkpointer::Discard(const std::string& robot_id) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (auto it = pending_.find(robot_id); it != pending_.end()) {
-      FreeLocked(it->second.snapshot);
-      pending_.erase(it);
-    }
-    for (std::optional<Binding>& b : slots_) {
-      if (b.has_value() && b->robot_id == robot_id) b.reset();
-    }
-  }
+  Forget(robot_id);
   std::remove(CheckpointPath(dir_, robot_id).c_str());
 }
 
