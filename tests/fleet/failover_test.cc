@@ -17,13 +17,14 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
@@ -126,12 +127,23 @@ TEST(FleetFailoverTest, RobotsOfAKilledDaemonResumeOnTheOthersAndNoOtherRobotNot
     absl::StrAppend(&servers, "server 127.0.0.1:", ports->grpc, ";\n    ");
   }
 
-  // The shipped nginx configuration, with this run's daemons and a free port filled in.
+  // The shipped nginx configuration, with this run's daemons, a free port and a log of its own.
   const int proxy_port = server::testing::PickFreePort();
-  const std::string site = absl::StrReplaceAll(
-      ReadFile(NGINX_SITE_CONF), {{"{{SERVERS}}", servers},
-                                  {"{{LISTEN}}", absl::StrCat("127.0.0.1:", proxy_port)},
-                                  {"{{ACCESS_LOG}}", Work("access.log")}});
+  std::string site;
+  bool servers_written = false;
+  for (absl::string_view line : absl::StrSplit(ReadFile(NGINX_SITE_CONF), '\n')) {
+    const absl::string_view code = absl::StripLeadingAsciiWhitespace(line);
+    if (absl::StartsWith(code, "server ") && absl::EndsWith(code, ";")) {  // the upstream's daemons
+      if (!std::exchange(servers_written, true)) absl::StrAppend(&site, "    ", servers, "\n");
+    } else if (absl::StartsWith(code, "listen ")) {
+      absl::StrAppend(&site, "    listen 127.0.0.1:", proxy_port, " http2;\n");
+    } else if (absl::StartsWith(code, "access_log ")) {
+      absl::StrAppend(&site, "    access_log ", Work("access.log"), " fieldbrain;\n");
+    } else {
+      absl::StrAppend(&site, line, "\n");
+    }
+  }
+  ASSERT_TRUE(servers_written) << NGINX_SITE_CONF << " has no upstream server lines";
   std::ofstream(Work("fieldbrain-grpc.conf")) << site;
   const std::string temp = Work("nginx-temp");
   std::ofstream(Work("nginx.conf"))
