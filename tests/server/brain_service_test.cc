@@ -17,6 +17,7 @@
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "eventually.h"
 #include "gtest/gtest.h"
 #include "raw_stream.h"
 #include "test_server_config.h"
@@ -24,6 +25,8 @@
 
 namespace fieldbrain::server {
 namespace {
+
+using testing::Eventually;
 
 using brain::v1::CycleResponse;
 using brain::v1::MotorFrame;
@@ -38,16 +41,6 @@ using ::testing::Not;
 const std::vector<float> kGood = {0.1f, -0.4f, 0.9f, 0.0f};
 
 
-// Polls `done` until it holds or 20 s pass (for effects that arrive asynchronously).
-template <typename F>
-bool Eventually(F done) {
-  const absl::Time until = absl::Now() + absl::Seconds(20);
-  while (!done()) {
-    if (absl::Now() > until) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
 
 void ExpectSafeStop(const MotorFrame& m, brain::v1::FrameStatus status, uint64_t seq) {
   EXPECT_EQ(m.status(), status) << brain::v1::FrameStatus_Name(m.status()) << " " << m.detail();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "eventually.h"
 #include "gtest/gtest.h"
 #include "raw_stream.h"
 #include "server/brain_server.h"
@@ -23,6 +24,8 @@
 
 namespace fieldbrain::server {
 namespace {
+
+using testing::Eventually;
 
 using brain::v1::MotorFrame;
 using brain::v1::Welcome;
@@ -39,14 +42,6 @@ brain::v1::CycleRequest Frame(int t) {
   return FrameRequest(uint64_t(t), v, std::cos(0.11f * float(t)) * 0.5f);
 }
 
-template <typename F>
-bool Eventually(F done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return done();
-}
 
 class CheckpointRestartTest : public ::testing::Test {
  protected:

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "client/brain_client.h"
 #include "gmock/gmock.h"
+#include "eventually.h"
 #include "gtest/gtest.h"
 #include "raw_stream.h"
 #include "server_process.h"
@@ -32,6 +33,8 @@
 
 namespace fieldbrain::server {
 namespace {
+
+using testing::Eventually;
 
 // The daemon under test and its engine. The defaults are the build tree's binary and the CPU
 // engine; a GPU session runs the same tests from a bundle with FIELDBRAIN_E2E_ENGINE=cuda and
@@ -83,15 +86,6 @@ std::unique_ptr<BrainClient> Connect(const std::string& target, const std::strin
   return *std::move(c);
 }
 
-template <typename F>
-bool Eventually(F done, absl::Duration timeout = absl::Seconds(30)) {
-  const absl::Time until = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() > until) return false;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return true;
-}
 
 class ServerE2eTest : public ::testing::Test {
  protected:
