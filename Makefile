@@ -2,13 +2,16 @@
 #   make demo   install what is missing, build, run the daemon and simulated robots, print a summary
 #   make test   install what is missing, build, run every test (ctest)
 #   make bench  the benchmark binaries, figures for docs/benchmarks.md
+# make test also builds the CUDA emulation (build-emu: the CUDA engine and HRR compiled as C++
+# against gpu/emu, under AddressSanitizer and UBSan) and runs its tests (ctest label cuda-emu).
 BUILD ?= build
+EMU_BUILD ?= $(BUILD)-emu
 JOBS ?= 2
 DEMO_SECONDS ?= 120
 DEMO_ROBOTS ?= 4
 DEMO_PORT ?= 50051
 
-.PHONY: all deps build demo test bench clean
+.PHONY: all deps build build-emu demo test bench clean
 
 all: build
 
@@ -19,11 +22,18 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS)
 
+# Only what the cuda-emu tests run: the engine, the HRR backend, their tests, the daemon.
+build-emu: deps
+	cmake -S . -B $(EMU_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFIELDBRAIN_CUDA_EMU=ON \
+	  -DFIELDBRAIN_SANITIZE=address,undefined
+	cmake --build $(EMU_BUILD) -j$(JOBS) --target cuda_emu_tests
+
 demo: build
 	BUILD=$(BUILD) DEMO_SECONDS=$(DEMO_SECONDS) DEMO_ROBOTS=$(DEMO_ROBOTS) DEMO_PORT=$(DEMO_PORT) ./deploy/demo.sh
 
-test: build
+test: build build-emu
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(EMU_BUILD) && ctest --output-on-failure -j$(JOBS) -L cuda-emu
 
 bench: build
 	$(BUILD)/tests/bench/cpu_cycle_bench
@@ -31,4 +41,4 @@ bench: build
 	$(BUILD)/tests/bench/loopback_bench
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(EMU_BUILD)

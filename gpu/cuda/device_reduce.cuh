@@ -3,6 +3,8 @@
 // floating-point atomics anywhere in the engine).
 #pragma once
 
+#include "gpu/cuda/kernel_macros.h"
+
 namespace fieldbrain::cuda {
 
 inline constexpr int kWarp = 32;

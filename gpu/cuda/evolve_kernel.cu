@@ -24,6 +24,7 @@
 //      the close-cycle kernel adds the partials of a robot in a fixed order.
 #include <mutex>
 
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/cuda/launch.h"
 #include "gpu/model/field_math.h"
 #include "gpu/model/readout.h"
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArg
   const int v0 = ty * nz + z0;  // this thread's first voxel in the per-voxel shared arrays
   const int content = sh.content(), memory = sh.memory(), q = sh.quarter(), gs = sh.group_size();
 
-  extern __shared__ float4 smem_raw[];
+  FB_DYNAMIC_SHARED(float4, smem_raw);
   float* smem = reinterpret_cast<float*>(smem_raw);
   float* rates = smem + s.rates;  // [kind][r][V]
   float* group_mean = smem + s.group_mean;
@@ -332,7 +333,7 @@ cudaError_t CheckKernelImage() {
 
 cudaError_t LaunchEvolve(const CycleArgs& args, int rows, cudaStream_t stream) {
   const dim3 grid(unsigned(args.tile.tiles_y), unsigned(args.shape.nx), unsigned(rows));
-  EvolveKernel<<<grid, unsigned(args.tile.threads), size_t(args.tile.smem_bytes), stream>>>(args);
+  FB_LAUNCH(EvolveKernel, grid, unsigned(args.tile.threads), size_t(args.tile.smem_bytes), stream)(args);
   return cudaGetLastError();
 }
 

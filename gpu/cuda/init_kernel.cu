@@ -1,6 +1,7 @@
 // A fresh brain's field: model::initial_field_value at every index (content and memory
 // N(0, 0.05^2) from Philox keyed by the seed, dynamics at rest). Grid-stride, 256 threads per
 // block, at most 1024 blocks; not on the cycle path.
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/cuda/launch.h"
 #include "gpu/model/field_init.h"
 
@@ -22,7 +23,7 @@ __global__ void __launch_bounds__(kInitThreads) InitFieldKernel(float* field, co
 cudaError_t LaunchInitField(float* field, const FieldShape& shape, uint64_t seed, cudaStream_t stream) {
   int64_t blocks = (shape.floats() + kInitThreads - 1) / kInitThreads;
   if (blocks > kInitMaxBlocks) blocks = kInitMaxBlocks;
-  InitFieldKernel<<<unsigned(blocks), kInitThreads, 0, stream>>>(field, shape, seed);
+  FB_LAUNCH(InitFieldKernel, unsigned(blocks), kInitThreads, 0, stream)(field, shape, seed);
   return cudaGetLastError();
 }
 

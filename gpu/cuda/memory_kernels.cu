@@ -7,6 +7,7 @@
 // Sums are warp and block trees (device_reduce.cuh), so they differ from the CPU's sequential
 // sums by rounding only.
 #include "gpu/cuda/device_reduce.cuh"
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/cuda/launch.h"
 #include "gpu/model/memory_math.h"
 
@@ -36,11 +37,11 @@ __global__ void __launch_bounds__(kMemoryThreads) MemoryKeyKernel(const CycleArg
   const RobotParams& p = a.params[in.slot];
   RobotState& st = a.states[in.slot];
   MemoryBank& bank = a.banks[in.slot];
-  __shared__ float key[kKeyBins][2];
-  __shared__ float cos[kMemoryEntries];
-  __shared__ float scratch[kMemoryWarps];
-  __shared__ float valence;
-  __shared__ int entry;
+  FB_SHARED(float, key, [kKeyBins][2]);
+  FB_SHARED(float, cos, [kMemoryEntries]);
+  FB_SHARED(float, scratch, [kMemoryWarps]);
+  FB_SHARED(float, valence, );
+  FB_SHARED(int, entry, );
   const int t = threadIdx.x;
 
   if (t == 0) {
@@ -115,10 +116,10 @@ __global__ void __launch_bounds__(kMemoryThreads) MemoryPatternKernel(const Cycl
 }  // namespace
 
 cudaError_t LaunchMemory(const CycleArgs& args, int rows, cudaStream_t stream) {
-  MemoryKeyKernel<<<unsigned(rows), kMemoryThreads, 0, stream>>>(args);
+  FB_LAUNCH(MemoryKeyKernel, unsigned(rows), kMemoryThreads, 0, stream)(args);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const dim3 grid(unsigned(args.shape.memory()), unsigned(rows));
-  MemoryPatternKernel<<<grid, kMemoryThreads, 0, stream>>>(args);
+  FB_LAUNCH(MemoryPatternKernel, grid, kMemoryThreads, 0, stream)(args);
   return cudaGetLastError();
 }
 

@@ -2,6 +2,7 @@
 // the exploration noise, one thread per batch row through model::open_cycle, the function the CPU
 // engine calls too (the same sums in the same order; nvcc's fused multiply-adds may move the last
 // bit). 64 rows per block; the batch's row count (device data) masks the rest.
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/cuda/launch.h"
 #include "gpu/model/robot_cycle.h"
 
@@ -22,7 +23,7 @@ __global__ void __launch_bounds__(kOpenThreads) OpenCycleKernel(const CycleArgs 
 
 cudaError_t LaunchOpenCycle(const CycleArgs& args, int rows, cudaStream_t stream) {
   const int blocks = (rows + kOpenThreads - 1) / kOpenThreads;
-  OpenCycleKernel<<<blocks, kOpenThreads, 0, stream>>>(args);
+  FB_LAUNCH(OpenCycleKernel, blocks, kOpenThreads, 0, stream)(args);
   return cudaGetLastError();
 }
 

@@ -11,6 +11,7 @@
 // result is bit-reproducible and independent of the batch; it differs from the CPU engine's
 // sequential sums only by rounding.
 #include "gpu/cuda/device_reduce.cuh"
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/cuda/launch.h"
 #include "gpu/model/readout.h"
 
@@ -25,13 +26,13 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   const int row = blockIdx.x;
   if (row >= *a.count) return;  // uniform over the block, before any barrier
 
-  __shared__ model::FieldSummary summary;
-  __shared__ float psi[kReadoutFeatures];
-  __shared__ float psi_prev[kReadoutFeatures];
-  __shared__ float errors[kMaxSensors];
-  __shared__ float motors[kMaxMotors];
-  __shared__ float learned[kMaxMotors];
-  __shared__ float scratch[kCloseWarps];
+  FB_SHARED(model::FieldSummary, summary, );
+  FB_SHARED(float, psi, [kReadoutFeatures]);
+  FB_SHARED(float, psi_prev, [kReadoutFeatures]);
+  FB_SHARED(float, errors, [kMaxSensors]);
+  FB_SHARED(float, motors, [kMaxMotors]);
+  FB_SHARED(float, learned, [kMaxMotors]);
+  FB_SHARED(float, scratch, [kCloseWarps]);
 
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const FieldShape sh = a.shape;
@@ -180,7 +181,7 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
 }  // namespace
 
 cudaError_t LaunchCloseCycle(const CycleArgs& args, int rows, cudaStream_t stream) {
-  CloseCycleKernel<<<unsigned(rows), kCloseThreads, 0, stream>>>(args);
+  FB_LAUNCH(CloseCycleKernel, unsigned(rows), kCloseThreads, 0, stream)(args);
   return cudaGetLastError();
 }
 

@@ -96,18 +96,27 @@ struct Backends {
 
 Backends MakeBoth(const HrrConfig& config) { return Backends{MustMake("cpu", config), MustMake("cuda", config)}; }
 
+// Calls take at most max_batch slots: longer lists go in calls of that many.
 std::vector<Cf> Spectra(HrrSpace& s, std::span<const int32_t> slots) {
-  std::vector<Cf> v(slots.size() * size_t(s.bins()));
-  const absl::Status st = s.GetSpectra(slots, v);
-  EXPECT_TRUE(st.ok()) << s.backend() << ": " << st;
+  const size_t bins = size_t(s.bins()), step = size_t(s.config().max_batch);
+  std::vector<Cf> v(slots.size() * bins);
+  for (size_t i = 0; i < slots.size(); i += step) {
+    const size_t n = std::min(step, slots.size() - i);
+    const absl::Status st = s.GetSpectra(slots.subspan(i, n), std::span<Cf>(v).subspan(i * bins, n * bins));
+    EXPECT_TRUE(st.ok()) << s.backend() << ": " << st;
+  }
   return v;
 }
 
 // The CUDA space's `slots` <- the CPU space's, bit for bit.
 void Mirror(Backends& b, std::span<const int32_t> slots) {
   const std::vector<Cf> v = Spectra(*b.cpu, slots);
-  const absl::Status st = b.gpu->PutSpectra(slots, v);
-  ASSERT_TRUE(st.ok()) << st;
+  const size_t bins = size_t(b.gpu->bins()), step = size_t(b.gpu->config().max_batch);
+  for (size_t i = 0; i < slots.size(); i += step) {
+    const size_t n = std::min(step, slots.size() - i);
+    const absl::Status st = b.gpu->PutSpectra(slots.subspan(i, n), std::span<const Cf>(v).subspan(i * bins, n * bins));
+    ASSERT_TRUE(st.ok()) << st;
+  }
 }
 
 // Max over bins of |x - y| / max(|y|, floor).

@@ -4,6 +4,7 @@
 // The ranking (gpu/hrr/top_k.h: higher cosine first, lower slot on a tie) orders distinct slots
 // totally, so the top k of a set is one set in one order however it is split: per-thread lists,
 // then per-block, per-chunk and running merges all give what one sequential pass would.
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/hrr/cuda/hrr_device.cuh"
 #include "gpu/hrr/cuda/hrr_launch.h"
 #include "gpu/hrr/hrr_math.h"
@@ -32,7 +33,7 @@ __global__ void __launch_bounds__(kFlatThreads)
 __global__ void __launch_bounds__(kChunkThreads)
     ChunkTopKKernel(const SlotStore st, const float* __restrict__ scores, const int32_t* __restrict__ queries,
                     int first_item, int items, int k, TopKLists parts) {
-  __shared__ Ranked scratch[kChunkThreads / kWarpSize];
+  FB_SHARED(Ranked, scratch, [kChunkThreads / kWarpSize]);
   const int q = blockIdx.x;
   const int p = blockIdx.y;
   float cos[kListEntries];
@@ -57,7 +58,7 @@ __global__ void __launch_bounds__(kChunkThreads)
 __global__ void __launch_bounds__(kMergeThreads)
     MergeTopKKernel(TopKLists parts, int n_parts, TopKLists running, bool has_running, int k,
                     int32_t* __restrict__ final_slots, float* __restrict__ final_cos) {
-  __shared__ Ranked scratch[kMergeThreads / kWarpSize];
+  FB_SHARED(Ranked, scratch, [kMergeThreads / kWarpSize]);
   const int q = blockIdx.x;
   float cos[kListEntries];
   int32_t slot[kListEntries];
@@ -90,20 +91,20 @@ __global__ void __launch_bounds__(kMergeThreads)
 
 cudaError_t LaunchWeightQueries(const SlotStore& store, Cf* weighted, const int32_t* queries, int n,
                                 cudaStream_t stream) {
-  WeightQueriesKernel<<<FlatBlocks(n, store.bins), kFlatThreads, 0, stream>>>(store, weighted, queries, n);
+  FB_LAUNCH(WeightQueriesKernel, FlatBlocks(n, store.bins), kFlatThreads, 0, stream)(store, weighted, queries, n);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchChunkTopK(const SlotStore& store, const float* scores, const int32_t* queries, int n,
                             int first_item, int items, int k, TopKLists parts, cudaStream_t stream) {
   const dim3 grid(unsigned(n), unsigned((items + kPartItems - 1) / kPartItems));
-  ChunkTopKKernel<<<grid, kChunkThreads, 0, stream>>>(store, scores, queries, first_item, items, k, parts);
+  FB_LAUNCH(ChunkTopKKernel, grid, kChunkThreads, 0, stream)(store, scores, queries, first_item, items, k, parts);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchMergeTopK(TopKLists parts, int n_parts, TopKLists running, bool has_running, int n, int k,
                             int32_t* final_slots, float* final_cos, cudaStream_t stream) {
-  MergeTopKKernel<<<unsigned(n), kMergeThreads, 0, stream>>>(parts, n_parts, running, has_running, k, final_slots,
+  FB_LAUNCH(MergeTopKKernel, unsigned(n), kMergeThreads, 0, stream)(parts, n_parts, running, has_running, k, final_slots,
                                                               final_cos);
   return cudaGetLastError();
 }

@@ -1,6 +1,7 @@
 // The only kernels that write slots: every operation first computes its results into staging,
 // so that all inputs are read before any slot changes (an output may name an input), then
 // commits them here with each slot's cached squared norm, as the CPU backend's Commit does.
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/hrr/cuda/hrr_device.cuh"
 #include "gpu/hrr/cuda/hrr_launch.h"
 #include "gpu/hrr/hrr_math.h"
@@ -14,7 +15,7 @@ constexpr int kCommitThreads = 128;
 
 __global__ void __launch_bounds__(kCommitThreads)
     CommitKernel(const SlotStore st, const Cf* __restrict__ rows, const int32_t* __restrict__ dest, bool normalize) {
-  __shared__ float scratch[kCommitThreads / kWarpSize];
+  FB_SHARED(float, scratch, [kCommitThreads / kWarpSize]);
   const int32_t slot = dest[blockIdx.x];
   if (slot < 0) return;  // a later entry names the same slot; the whole block leaves together
   const int bins = st.bins;
@@ -63,12 +64,12 @@ cudaError_t CheckHrrKernelImage() {
 
 cudaError_t LaunchCommit(const SlotStore& store, const Cf* rows, const int32_t* dest, int n, bool normalize,
                          cudaStream_t stream) {
-  CommitKernel<<<unsigned(n), kCommitThreads, 0, stream>>>(store, rows, dest, normalize);
+  FB_LAUNCH(CommitKernel, unsigned(n), kCommitThreads, 0, stream)(store, rows, dest, normalize);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchZero(const SlotStore& store, const int32_t* dest, int n, cudaStream_t stream) {
-  ZeroKernel<<<FlatBlocks(n, store.bins), kFlatThreads, 0, stream>>>(store, dest, n);
+  FB_LAUNCH(ZeroKernel, FlatBlocks(n, store.bins), kFlatThreads, 0, stream)(store, dest, n);
   return cudaGetLastError();
 }
 

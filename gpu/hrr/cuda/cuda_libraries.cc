@@ -15,16 +15,21 @@ namespace fieldbrain::hrr::cuda {
 namespace {
 
 // By soname through the loader's search path (LD_LIBRARY_PATH, ld.so.conf), then in the toolkit
-// directory the build used. The handle is never closed: the entry points live as long as the
-// process.
+// directory the build used; the emulation build opens only its own emulated libraries, which
+// that directory holds, never a real toolkit's the loader might find. The handle is never
+// closed: the entry points live as long as the process.
 absl::StatusOr<void*> Open(const std::string& soname) {
+  std::string error;
+#if !defined(FIELDBRAIN_CUDA_EMU)
   if (void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-  const std::string first_error = dlerror();
+  error = dlerror();
+#endif
   const std::string dir = FIELDBRAIN_CUDA_LIBRARY_DIR;
   if (!dir.empty()) {
     if (void* h = dlopen((dir + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    if (error.empty()) error = dlerror();
   }
-  return absl::UnavailableError(absl::StrCat("cannot open ", soname, ": ", first_error));
+  return absl::UnavailableError(absl::StrCat("cannot open ", soname, ": ", error));
 }
 
 template <typename Fn>

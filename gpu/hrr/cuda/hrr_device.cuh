@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "gpu/cuda/device_reduce.cuh"
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/hrr/hrr_math.h"
 #include "gpu/hrr/top_k.h"
 

@@ -2,6 +2,7 @@
 // gather of Get / GetSpectra): one kernel each, instantiated from one template over the op, one
 // thread per (entry, bin), writing staging. Every formula is a call into gpu/hrr/hrr_math.h, the
 // functions the CPU backend calls too.
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/hrr/cuda/hrr_device.cuh"
 #include "gpu/hrr/cuda/hrr_launch.h"
 #include "gpu/hrr/hrr_math.h"
@@ -18,7 +19,7 @@ __global__ void __launch_bounds__(kFlatThreads) MapKernel(const Op op, Cf* __res
 
 template <typename Op>
 cudaError_t LaunchMap(const Op& op, Cf* stage, int n, int bins, cudaStream_t stream) {
-  MapKernel<<<FlatBlocks(n, bins), kFlatThreads, 0, stream>>>(op, stage, n, bins);
+  FB_LAUNCH(MapKernel<Op>, FlatBlocks(n, bins), kFlatThreads, 0, stream)(op, stage, n, bins);
   return cudaGetLastError();
 }
 

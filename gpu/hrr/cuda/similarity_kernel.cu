@@ -1,6 +1,7 @@
 // Similarity: cosines[i] <- cos(a[i], b[i]) from the Parseval dot product and the slots' cached
 // squared norms, the CPU backend's formula; 0 when either vector is zero. One warp per pair: a
 // pair is 2 x 4 KiB at D = 1024, too little for a block, and a warp's sum needs no barrier.
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/hrr/cuda/hrr_device.cuh"
 #include "gpu/hrr/cuda/hrr_launch.h"
 #include "gpu/hrr/hrr_math.h"
@@ -32,7 +33,7 @@ __global__ void __launch_bounds__(kSimilarityThreads)
 cudaError_t LaunchSimilarity(const SlotStore& store, const int32_t* a, const int32_t* b, float* cosines, int n,
                              cudaStream_t stream) {
   const unsigned blocks = unsigned((n + kPairsPerBlock - 1) / kPairsPerBlock);
-  SimilarityKernel<<<blocks, kSimilarityThreads, 0, stream>>>(store, a, b, cosines, n);
+  FB_LAUNCH(SimilarityKernel, blocks, kSimilarityThreads, 0, stream)(store, a, b, cosines, n);
   return cudaGetLastError();
 }
 

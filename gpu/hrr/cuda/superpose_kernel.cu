@@ -7,6 +7,7 @@
 // warp w taking terms w, w + that, ... in order, and the warp sums are added in warp order: the
 // split depends only on the group's own size, so its bits do not depend on the rest of the batch.
 // A group of one warp adds its terms in order, as the CPU backend does.
+#include "gpu/cuda/kernel_macros.h"
 #include "gpu/hrr/cuda/hrr_device.cuh"
 #include "gpu/hrr/cuda/hrr_launch.h"
 #include "gpu/hrr/hrr_math.h"
@@ -20,7 +21,7 @@ template <int kWarps>
 __global__ void __launch_bounds__(kWarpSize* kWarps)
     SuperposeKernel(const SlotStore st, Cf* __restrict__ stage, const int32_t* __restrict__ offsets,
                     const int32_t* __restrict__ terms, const float* __restrict__ weights) {
-  __shared__ float2 partial[kWarps][kWarpSize];
+  FB_SHARED(float2, partial, [kWarps][kWarpSize]);
   const int g = blockIdx.x;
   const int k = blockIdx.y * kWarpSize + threadIdx.x;
   const int w = threadIdx.y;
@@ -49,7 +50,7 @@ template <int kWarps>
 cudaError_t Launch(const SlotStore& store, Cf* stage, const int32_t* offsets, const int32_t* terms,
                    const float* weights, int n, cudaStream_t stream) {
   const dim3 grid(unsigned(n), unsigned((store.bins + kWarpSize - 1) / kWarpSize));
-  SuperposeKernel<kWarps><<<grid, dim3(kWarpSize, kWarps), 0, stream>>>(store, stage, offsets, terms, weights);
+  FB_LAUNCH(SuperposeKernel<kWarps>, grid, dim3(kWarpSize, kWarps), 0, stream)(store, stage, offsets, terms, weights);
   return cudaGetLastError();
 }
 

@@ -1,0 +1,25 @@
+// A kernel launch as the emulated runtime receives it (from the <<<>>> of cuda_emu/kernel.h).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "cuda_runtime_api.h"
+
+namespace fieldbrain::emu {
+
+struct LaunchConfig {
+  const char* name;
+  const void* kernel;  // identifies the kernel's attributes (cudaFuncSetAttribute)
+  dim3 grid;
+  dim3 block;
+  size_t dynamic_shared_bytes;
+  cudaStream_t stream;
+};
+
+// Checks the configuration against the card (cudaErrorInvalidConfiguration, cudaErrorInvalidValue
+// as the runtime returns them, also through cudaGetLastError) and enqueues the grid; every thread
+// of it calls `thread_body`.
+cudaError_t EnqueueKernel(const LaunchConfig& config, std::function<void()> thread_body);
+
+}  // namespace fieldbrain::emu
