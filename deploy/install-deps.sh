@@ -14,6 +14,7 @@ packages=(
   libgpiod-dev
   clang libfuzzer-14-dev
   nginx-light prometheus python3-yaml
+  libboost-context1.81-dev
 )
 
 missing=()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# brain-server --engine=cuda on the emulated device (the cuda-emu build), end to end: the daemon
+# starts on the CUDA engine, serves simulated robots through brain-sim (lockstep ticks: every
+# frame answered by the CUDA kernels) and the Memory example through the CUDA HRR backend, and
+# stops cleanly on SIGTERM.
+#   daemon_on_emulated_device_test.sh BRAIN_SERVER BRAIN_SIM PROTO_DIR EXAMPLE WORK_DIR PYTHON
+set -euo pipefail
+server=$1 sim=$2 proto_dir=$3 example=$4 work=$5 python=$6
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+rm -rf "$work"
+mkdir -p "$work/gen"
+"$python" -m grpc_tools.protoc -I "$proto_dir" --python_out="$work/gen" --grpc_python_out="$work/gen" \
+  "$proto_dir/brain/v1/memory.proto"
+
+source "$(dirname "$0")/../start_brain_server.sh"
+start_brain_server "$server" "$work/server.log" --engine=cuda --field=tiny --max_robots=4 --threads=1 \
+  --memory_arena_bytes=67108864  # a CUDA space holds its own 32 MiB cuBLAS work area today
+pid=$server_pid
+trap 'kill -KILL $pid 2>/dev/null || true' EXIT
+grep -q "engine=cuda" "$work/server.log" || fail "the daemon did not start on the CUDA engine: $(cat "$work/server.log")"
+grep -q "(emulated)" "$work/server.log" || fail "the device is not the emulated card: $(cat "$work/server.log")"
+grep -q "Memory service: backend=cuda" "$work/server.log" || fail "the Memory service is not on the CUDA HRR backend"
+
+# Robots: lockstep ticks with a generous deadline (the emulated device is slow, not late).
+"$sim" --target="127.0.0.1:$port" --robots=3 --ticks=150 --arena=random --seed=5 --deadline_ms=2000 --quiet \
+  > "$work/sim.txt" 2>&1 || { cat "$work/sim.txt"; fail "brain-sim failed"; }
+cat "$work/sim.txt"
+grep -q "engine cuda" "$work/sim.txt" || fail "brain-sim was not served by the CUDA engine"
+grep -q "safe stops       0 " "$work/sim.txt" || fail "safe stops on the emulated device"
+grep -q "cycles           450 " "$work/sim.txt" || fail "not every tick was answered"
+
+# The Memory service on the CUDA HRR backend.
+PYTHONPATH="$work/gen" "$python" "$example" --target="127.0.0.1:$port" | tee "$work/example.out"
+grep -qx "cleanup: color -> red, shape -> round, size -> big" "$work/example.out" || fail "Memory example"
+grep -q "^similarity(unbind(record, color), red) = 0\.[3-9]" "$work/example.out" || fail "Memory example similarity"
+
+kill -TERM "$pid"
+wait "$pid" || fail "brain-server did not exit 0 on SIGTERM: $(tail -5 "$work/server.log")"
+trap - EXIT
+grep -q "device error\|CUDA error\|cuda-emu:" "$work/server.log" && fail "device errors in the log: $(cat "$work/server.log")"
+echo "daemon_on_emulated_device_test: passed"
