@@ -2,16 +2,18 @@
 #   make demo   install what is missing, build, run the daemon and simulated robots, print a summary
 #   make test   install what is missing, build, run every test (ctest)
 #   make bench  the benchmark binaries, figures for docs/benchmarks.md
-# make test also builds the CUDA emulation (build-emu: the CUDA engine and HRR compiled as C++
-# against gpu/emu, under AddressSanitizer and UBSan) and runs its tests (ctest label cuda-emu).
+# make test also builds the CUDA emulation twice (the CUDA engine and HRR compiled as C++ against
+# gpu/emu): build-emu under AddressSanitizer and UBSan, build-emu-tsan under ThreadSanitizer (the
+# race checker), and runs their tests (ctest label cuda-emu).
 BUILD ?= build
 EMU_BUILD ?= $(BUILD)-emu
+TSAN_BUILD ?= $(BUILD)-emu-tsan
 JOBS ?= 2
 DEMO_SECONDS ?= 120
 DEMO_ROBOTS ?= 4
 DEMO_PORT ?= 50051
 
-.PHONY: all deps build build-emu demo test bench clean
+.PHONY: all deps build build-emu build-emu-tsan demo test bench clean
 
 all: build
 
@@ -28,12 +30,18 @@ build-emu: deps
 	  -DFIELDBRAIN_SANITIZE=address,undefined
 	cmake --build $(EMU_BUILD) -j$(JOBS) --target cuda_emu_tests
 
+build-emu-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFIELDBRAIN_CUDA_EMU=ON \
+	  -DFIELDBRAIN_SANITIZE=thread
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target cuda_emu_tests
+
 demo: build
 	BUILD=$(BUILD) DEMO_SECONDS=$(DEMO_SECONDS) DEMO_ROBOTS=$(DEMO_ROBOTS) DEMO_PORT=$(DEMO_PORT) ./deploy/demo.sh
 
-test: build build-emu
+test: build build-emu build-emu-tsan
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	cd $(EMU_BUILD) && ctest --output-on-failure -j$(JOBS) -L cuda-emu
+	cd $(TSAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L cuda-emu
 
 bench: build
 	$(BUILD)/tests/bench/cpu_cycle_bench
@@ -41,4 +49,4 @@ bench: build
 	$(BUILD)/tests/bench/loopback_bench
 
 clean:
-	rm -rf $(BUILD) $(EMU_BUILD)
+	rm -rf $(BUILD) $(EMU_BUILD) $(TSAN_BUILD)

@@ -96,6 +96,12 @@ class CudaEngine final : public Engine {
   // Launches the cycle of the rows staged for `n` and waits for its output copy.
   absl::Status LaunchAndWait(int n, bool timed);
   absl::Status InitBrain(int slot, const RobotParams& params, uint64_t seed);
+  // FAILED_PRECONDITION once a device error has latched the engine (failed_).
+  absl::Status RefuseIfFailed() const {
+    if (failed_.ok()) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("the CUDA engine stopped after an earlier device error: ", failed_.message()));
+  }
 
   float* Field(int buffer) const { return pool_mem_.at<float>(pool_.field_offset(buffer)); }
   float* Pattern(int slot) const { return pool_mem_.at<float>(pool_.pattern_offset(slot)); }
@@ -239,9 +245,7 @@ absl::Status CudaEngine::RunBatch(int n) {
   if (n < 1 || n > config_.max_batch)
     return absl::InvalidArgumentError(
         absl::StrCat("batch of ", n, " rows; this engine takes 1 to ", config_.max_batch));
-  if (!failed_.ok())
-    return absl::FailedPreconditionError(
-        absl::StrCat("the CUDA engine stopped after an earlier device error: ", failed_.message()));
+  FB_RETURN_IF_ERROR(RefuseIfFailed());
   const std::span<const BatchInputRow> rows(inputs_.data(), size_t(n));
   FB_RETURN_IF_ERROR(pool_.ValidateBatch(rows));
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
@@ -302,9 +306,7 @@ absl::Status CudaEngine::InitBrain(int slot, const RobotParams& params, uint64_t
 absl::StatusOr<int> CudaEngine::CreateBrain(const BrainSpec& spec) {
   absl::StatusOr<RobotParams> params = MakeRobotParams(spec, config_.shape);
   if (!params.ok()) return params.status();
-  if (!failed_.ok())
-    return absl::FailedPreconditionError(
-        absl::StrCat("the CUDA engine stopped after an earlier device error: ", failed_.message()));
+  FB_RETURN_IF_ERROR(RefuseIfFailed());
   absl::StatusOr<int> slot = pool_.Acquire();
   if (!slot.ok()) return slot.status();
   if (absl::Status s = InitBrain(*slot, *params, spec.seed); !s.ok()) {
@@ -331,6 +333,9 @@ absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
 }
 
 absl::Status CudaEngine::SnapshotInto(int slot, BrainSnapshot& snap) {
+  // After a device error a brain may be half a cycle on (its state advanced, its field not):
+  // nothing is copied out of a failed engine, so no checkpoint is ever written from one.
+  FB_RETURN_IF_ERROR(RefuseIfFailed());
   if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
   snap.shape = config_.shape;
@@ -367,6 +372,7 @@ absl::Status CudaEngine::SnapshotInto(int slot, BrainSnapshot& snap) {
 }
 
 absl::Status CudaEngine::Restore(int slot, const BrainSnapshot& snap) {
+  FB_RETURN_IF_ERROR(RefuseIfFailed());
   if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
   FB_RETURN_IF_ERROR(CheckSnapshot(snap, config_.shape));
   FB_CUDA_CHECK(cudaSetDevice(kDevice));

@@ -250,8 +250,7 @@ bool SelectCard(std::string_view name) {
   const Card* c = FindCard(name);
   if (c == nullptr) return false;
   std::lock_guard<std::mutex> lock(S().mu);
-  S().card = c;
-  S().max_dynamic_shared.clear();  // a new card starts with every kernel at its default
+  S().card = c;  // kernel attributes stay, as in a process; a launch over the new card's limits fails
   return true;
 }
 

@@ -43,46 +43,49 @@ FiberStack::FiberStack(size_t bytes) {
 
 FiberStack::~FiberStack() { munmap(map_, map_bytes_); }
 
-std::unique_ptr<FiberStack> FiberStackPool::Take() {
-  // Kernels keep small frames, but sanitizers grow them several times.
+namespace {
+
+// Kernels keep small frames, but sanitizers grow them several times.
 #if FIELDBRAIN_EMU_ASAN || FIELDBRAIN_EMU_TSAN
-  constexpr size_t kStackBytes = 512 << 10;
+constexpr size_t kStackBytes = 512 << 10;
 #else
-  constexpr size_t kStackBytes = 128 << 10;
+constexpr size_t kStackBytes = 128 << 10;
 #endif
-  if (free_.empty()) return std::make_unique<FiberStack>(kStackBytes);
-  std::unique_ptr<FiberStack> s = std::move(free_.back());
-  free_.pop_back();
-  return s;
-}
 
-void FiberStackPool::Give(std::unique_ptr<FiberStack> stack) { free_.push_back(std::move(stack)); }
+}  // namespace
 
-Fiber::Fiber(FiberStack& stack, Entry entry, void* arg) : stack_(stack), entry_(entry), arg_(arg) {
-  sanitizer::ForgetAccesses(stack.bottom(), stack.size());
-  char* top = static_cast<char*>(stack.bottom()) + stack.size();
-  context_ = bcd::make_fcontext(top, stack.size(),
-                                [](bcd::transfer_t t) { Trampoline(&t); });
+FiberSlot::FiberSlot() : stack_(kStackBytes) {
 #if FIELDBRAIN_EMU_TSAN
   tsan_fiber_ = __tsan_create_fiber(0);
 #endif
 }
 
-Fiber::~Fiber() {
+FiberSlot::~FiberSlot() {
 #if FIELDBRAIN_EMU_TSAN
-  if (tsan_fiber_ != nullptr) __tsan_destroy_fiber(tsan_fiber_);
+  __tsan_destroy_fiber(tsan_fiber_);
 #endif
+}
+
+FiberSlot& FiberSlots::At(int thread) {
+  while (int(slots_.size()) <= thread) slots_.push_back(std::make_unique<FiberSlot>());
+  return *slots_[size_t(thread)];
+}
+
+Fiber::Fiber(FiberSlot& slot, Entry entry, void* arg) : slot_(slot), entry_(entry), arg_(arg) {
+  FiberStack& stack = slot.stack();
+  char* top = static_cast<char*>(stack.bottom()) + stack.size();
+  context_ = bcd::make_fcontext(top, stack.size(), [](bcd::transfer_t t) { Trampoline(&t); });
 }
 
 void Fiber::Resume() {
   Fiber* const outer = std::exchange(current_fiber, this);
 #if FIELDBRAIN_EMU_ASAN
   void* fake_stack = nullptr;
-  __sanitizer_start_switch_fiber(&fake_stack, stack_.bottom(), stack_.size());
+  __sanitizer_start_switch_fiber(&fake_stack, slot_.stack().bottom(), slot_.stack().size());
 #endif
 #if FIELDBRAIN_EMU_TSAN
   tsan_caller_ = __tsan_get_current_fiber();
-  __tsan_switch_to_fiber(tsan_fiber_, kTsanNoSync);
+  __tsan_switch_to_fiber(slot_.tsan_fiber(), kTsanNoSync);
 #endif
   const bcd::transfer_t back = bcd::jump_fcontext(context_, this);
   context_ = back.fctx;

@@ -31,23 +31,39 @@ class FiberStack {
   size_t usable_bytes_ = 0;
 };
 
-// Stacks kept by one OS thread for reuse across blocks and launches.
-class FiberStackPool {
+// What emulated thread i of every block runs on, on one OS thread: its stack and, under
+// ThreadSanitizer, the sanitizer's fiber. Reused by thread i of each block, one after another, so
+// the sanitizer sees one thread per thread index (creating one per CUDA thread costs it system
+// calls by the thousand per launch) and never a stack shared by two of its threads.
+class FiberSlot {
  public:
-  std::unique_ptr<FiberStack> Take();
-  void Give(std::unique_ptr<FiberStack> stack);
+  FiberSlot();
+  ~FiberSlot();
+  FiberSlot(const FiberSlot&) = delete;
+  FiberSlot& operator=(const FiberSlot&) = delete;
+
+  FiberStack& stack() { return stack_; }
+  void* tsan_fiber() const { return tsan_fiber_; }
 
  private:
-  std::vector<std::unique_ptr<FiberStack>> free_;
+  FiberStack stack_;
+  void* tsan_fiber_ = nullptr;
 };
 
-// Runs entry(arg) on `stack`. Resume() (from the scheduler) runs it until it calls
+class FiberSlots {
+ public:
+  FiberSlot& At(int thread);
+
+ private:
+  std::vector<std::unique_ptr<FiberSlot>> slots_;
+};
+
+// Runs entry(arg) on a slot. Resume() (from the scheduler) runs it until it calls
 // Fiber::Yield() or returns; Yield() (from inside) goes back to the scheduler.
 class Fiber {
  public:
   using Entry = void (*)(void* arg);
-  Fiber(FiberStack& stack, Entry entry, void* arg);
-  ~Fiber();
+  Fiber(FiberSlot& slot, Entry entry, void* arg);
   Fiber(const Fiber&) = delete;
   Fiber& operator=(const Fiber&) = delete;
 
@@ -60,7 +76,7 @@ class Fiber {
   static void Trampoline(void* transfer);
   void SwitchOut(bool dying);
 
-  FiberStack& stack_;
+  FiberSlot& slot_;
   Entry entry_;
   void* arg_;
   void* context_ = nullptr;         // where Resume() continues the fiber
@@ -69,7 +85,6 @@ class Fiber {
   void* asan_fake_stack_ = nullptr;  // AddressSanitizer's fake stack of the side switched away from
   const void* caller_stack_bottom_ = nullptr;
   size_t caller_stack_size_ = 0;
-  void* tsan_fiber_ = nullptr;
   void* tsan_caller_ = nullptr;
 };
 

@@ -41,7 +41,6 @@ struct EmuThread {
   int line = 0;
   Shuffle shuffle{};
   uint64_t result = 0;
-  std::unique_ptr<FiberStack> stack;
   std::unique_ptr<Fiber> fiber;
 };
 
@@ -53,7 +52,6 @@ using SharedBytes = std::unique_ptr<std::byte[], AlignedDelete>;
 SharedBytes NewShared(size_t bytes) {
   SharedBytes mem(static_cast<std::byte*>(::operator new[](std::max<size_t>(bytes, 1), std::align_val_t(16))));
   FillPoison(mem.get(), bytes);
-  sanitizer::ForgetAccesses(mem.get(), bytes);  // written here by the emulator, not by a CUDA thread
   return mem;
 }
 
@@ -87,7 +85,7 @@ struct Block {
 
 thread_local Block* current_block = nullptr;
 thread_local EmuThread* current_thread = nullptr;
-thread_local FiberStackPool* stack_pool = nullptr;
+thread_local FiberSlots* fiber_slots = nullptr;
 
 std::string Where(const Block& b, const EmuThread& t) {
   return absl::StrFormat("kernel %s block (%u,%u,%u) thread (%u,%u,%u)", b.config->name, t.ctx.block_idx.x,
@@ -116,7 +114,7 @@ void ThreadEntry(void* arg) {
   try {
     (*b->body)();
   } catch (const BlockAborted&) {
-    return;  // the block failed; its report is already recorded
+    // The block failed; its report is already recorded.
   }
   sanitizer::Release(b->launch_end);
 }
@@ -148,21 +146,17 @@ void CheckAfterExit(Block& b, const EmuThread& gone) {
 }
 
 void RunBlock(Block& b) {
-  FiberStackPool& pool = *stack_pool;
+  FiberSlots& slots = *fiber_slots;
   while (!b.runnable.empty() && !b.failure) {
     EmuThread& t = b.threads[size_t(b.runnable.front())];
     b.runnable.pop_front();
-    if (!t.fiber) {
-      t.stack = pool.Take();
-      t.fiber = std::make_unique<Fiber>(*t.stack, &ThreadEntry, &b);
-    }
+    if (!t.fiber) t.fiber = std::make_unique<Fiber>(slots.At(t.linear), &ThreadEntry, &b);
     current_thread = &t;
     t.fiber->Resume();
     current_thread = nullptr;
     if (b.failure) break;
     if (t.fiber->finished()) {
       t.fiber.reset();
-      pool.Give(std::move(t.stack));
       t.wait = Wait::kDone;
       ++b.exited;
       CheckAfterExit(b, t);
@@ -172,16 +166,15 @@ void RunBlock(Block& b) {
     b.failure = absl::StrCat("kernel ", b.config->name, ": block (", b.threads[0].ctx.block_idx.x, ",",
                              b.threads[0].ctx.block_idx.y, ",", b.threads[0].ctx.block_idx.z,
                              ") cannot go on: its threads wait for each other", DescribeWaits(b));
-  // A failed block's waiting threads unwind (Resumed throws), then their stacks go back.
+  // A failed block's waiting threads unwind (Resumed throws) before their slots are reused.
   for (EmuThread& t : b.threads) {
-    if (!t.stack) continue;
-    if (b.failure && !t.fiber->finished()) {
+    if (!t.fiber) continue;
+    if (!t.fiber->finished()) {
       current_thread = &t;
       t.fiber->Resume();
       current_thread = nullptr;
     }
     t.fiber.reset();
-    pool.Give(std::move(t.stack));
   }
 }
 
@@ -196,6 +189,7 @@ const ThreadContext& CurrentThread() {
 }
 
 void SyncThreads(const char* file, int line) {
+  std::optional<sanitizer::IgnoreAccesses> emulator_work(std::in_place);
   Block& b = *current_block;
   EmuThread& t = *current_thread;
   if (b.at_barrier == 0) {
@@ -216,11 +210,13 @@ void SyncThreads(const char* file, int line) {
   if (++b.at_barrier == int(b.threads.size())) WakeBarrier(b);
   Fiber::Yield();
   Resumed(b);
+  emulator_work.reset();
   sanitizer::Acquire(&b.barrier_sync);
 }
 
 uint64_t WarpShuffle(unsigned mask, uint64_t bits, ShuffleKind kind, int lane_arg, int width, const char* file,
                      int line) {
+  std::optional<sanitizer::IgnoreAccesses> emulator_work(std::in_place);
   Block& b = *current_block;
   EmuThread& t = *current_thread;
   const int lane = t.linear % kWarp;
@@ -285,11 +281,14 @@ uint64_t WarpShuffle(unsigned mask, uint64_t bits, ShuffleKind kind, int lane_ar
   }
   Fiber::Yield();
   Resumed(b);
+  const uint64_t result = t.result;
+  emulator_work.reset();
   sanitizer::Acquire(&b.warp_sync[size_t(warp_base / kWarp)]);
-  return t.result;
+  return result;
 }
 
 void* SharedVariable(const void* site, size_t bytes, size_t align, const char* name) {
+  [[maybe_unused]] const sanitizer::IgnoreAccesses emulator_work;
   Block& b = *current_block;
   for (SharedVar& v : b.shared)
     if (v.site == site) return v.mem.get();
@@ -309,8 +308,9 @@ void* SharedVariable(const void* site, size_t bytes, size_t align, const char* n
 void* DynamicSharedMemory() { return current_block->dynamic_shared.get(); }
 
 void RunGrid(const LaunchConfig& config, const std::function<void()>& thread_body) {
-  static thread_local FiberStackPool pool;
-  stack_pool = &pool;
+  [[maybe_unused]] const sanitizer::IgnoreAccesses emulator_work;  // the scheduler's side; the fibers are watched
+  static thread_local FiberSlots slots;
+  fiber_slots = &slots;
   char launch_start = 0, launch_end = 0;
   sanitizer::Release(&launch_start);  // everything before the launch happens before its threads
   const dim3 g = config.grid, d = config.block;
@@ -335,6 +335,7 @@ void RunGrid(const LaunchConfig& config, const std::function<void()>& thread_bod
         RunBlock(b);
         current_block = nullptr;
         if (b.failure) {
+          sanitizer::Acquire(&launch_end);
           Report(*b.failure);
           Latch(cudaErrorLaunchFailure);
           return;

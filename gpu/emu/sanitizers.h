@@ -1,6 +1,6 @@
 // Which sanitizer this build runs under, and the few of their interfaces the emulator calls:
-// fiber switches (AddressSanitizer, ThreadSanitizer), happens-before annotations and shadow resets
-// (ThreadSanitizer), poisoned red zones (AddressSanitizer). Each is a no-op without its sanitizer.
+// fiber switches (AddressSanitizer, ThreadSanitizer), happens-before annotations and ignored
+// bookkeeping (ThreadSanitizer), poisoned red zones (AddressSanitizer). Each is a no-op without its sanitizer.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,9 @@
 #if defined(__SANITIZE_ADDRESS__)
 #define FIELDBRAIN_EMU_ASAN 1
 #endif
-#if defined(__SANITIZE_THREAD__)
+// The emulator itself is built without ThreadSanitizer's instrumentation (gpu/emu/CMakeLists.txt),
+// so the build says when the program runs under it.
+#if defined(__SANITIZE_THREAD__) && !defined(FIELDBRAIN_EMU_TSAN)
 #define FIELDBRAIN_EMU_TSAN 1
 #endif
 
@@ -27,7 +29,8 @@ void __tsan_switch_to_fiber(void* fiber, unsigned flags);
 void __tsan_set_fiber_name(void* fiber, const char* name);
 void __tsan_acquire(void* addr);
 void __tsan_release(void* addr);
-void AnnotateNewMemory(const char* file, int line, const volatile void* mem, size_t size);
+void AnnotateIgnoreWritesBegin(const char* file, int line);
+void AnnotateIgnoreWritesEnd(const char* file, int line);
 #endif
 }
 
@@ -49,16 +52,21 @@ inline void Acquire(void* sync) {
   static_cast<void>(sync);
 #endif
 }
-// Forgets what ThreadSanitizer knows of a range that is about to be reused for something new (a
-// fiber stack, a block's shared memory): its old accesses are no race with the new ones.
-inline void ForgetAccesses(const void* p, size_t bytes) {
+// While one lives, ThreadSanitizer does not see the calling thread's (or CUDA thread's) memory
+// accesses, allocations or frees: the emulator's own bookkeeping, which a block's fibers share
+// with its scheduler by design, and which would otherwise look like races between CUDA threads.
+class IgnoreAccesses {
+ public:
 #if FIELDBRAIN_EMU_TSAN
-  AnnotateNewMemory(__FILE__, __LINE__, p, bytes);
+  IgnoreAccesses() { AnnotateIgnoreWritesBegin(__FILE__, __LINE__); }
+  ~IgnoreAccesses() { AnnotateIgnoreWritesEnd(__FILE__, __LINE__); }
 #else
-  static_cast<void>(p);
-  static_cast<void>(bytes);
+  IgnoreAccesses() = default;
 #endif
-}
+  IgnoreAccesses(const IgnoreAccesses&) = delete;
+  IgnoreAccesses& operator=(const IgnoreAccesses&) = delete;
+};
+
 // AddressSanitizer reports any access to a poisoned range (red zones between brains).
 inline void PoisonRange(const void* p, size_t bytes) {
 #if FIELDBRAIN_EMU_ASAN

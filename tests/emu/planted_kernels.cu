@@ -51,6 +51,10 @@ __global__ void SharedRaceKernel(float* out) {
   out[t] = slot[(t + 1) % kBlock];  // no barrier between the neighbour's write and this read
 }
 
+__global__ void BlocksWriteOneWordKernel(float* out) {
+  if (threadIdx.x == blockIdx.x) out[0] = float(blockIdx.x);
+}
+
 __global__ void SharedOverrunKernel(float* out) {
   FB_SHARED(float, slot, [kBlock]);
   const int t = threadIdx.x;
@@ -101,6 +105,11 @@ cudaError_t LaunchBarrierAfterExit(float* out, cudaStream_t stream) {
 
 cudaError_t LaunchSharedRace(float* out, cudaStream_t stream) {
   FB_LAUNCH(SharedRaceKernel, 1, kBlock, 0, stream)(out);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBlocksWriteOneWord(float* out, cudaStream_t stream) {
+  FB_LAUNCH(BlocksWriteOneWordKernel, 2, 2, 0, stream)(out);
   return cudaGetLastError();
 }
 

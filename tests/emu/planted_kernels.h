@@ -19,6 +19,8 @@ cudaError_t LaunchTwoBarriers(float* out, cudaStream_t stream);
 cudaError_t LaunchBarrierAfterExit(float* out, cudaStream_t stream);
 // Threads read their neighbour's shared slot with no barrier after the writes.
 cudaError_t LaunchSharedRace(float* out, cudaStream_t stream);
+// Two blocks of two threads: thread 0 of block 0 and thread 1 of block 1 both write out[0].
+cudaError_t LaunchBlocksWriteOneWord(float* out, cudaStream_t stream);
 // Thread 63 writes one float past a 64-float __shared__ array.
 cudaError_t LaunchSharedOverrun(float* out, cudaStream_t stream);
 // One thread writes out[n], one past the end of the caller's n floats.

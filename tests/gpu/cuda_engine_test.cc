@@ -28,6 +28,9 @@
 #if FIELDBRAIN_HAVE_CUDA
 #include "gpu/cuda/cuda_engine.h"
 #endif
+#if defined(FIELDBRAIN_CUDA_EMU)
+#include "cuda_emu/control.h"
+#endif
 
 namespace fieldbrain::testing {
 namespace {
@@ -390,7 +393,7 @@ TEST(CudaEngine, FieldStaysBoundedUnderExtremeInput) {
   ASSERT_NE(engine, nullptr);
   const int a = *engine->CreateBrain(BrainSpec{1, 64, 16, true});
   const int b = *engine->CreateBrain(BrainSpec{2, 9, 4, true});
-  for (int c = 0; c < 2000; ++c) {
+  for (int c = 0; c < (kEmulated ? 500 : 2000); ++c) {
     BatchInputRow& ra = engine->inputs()[0];
     BatchInputRow& rb = engine->inputs()[1];
     ra.slot = a;
@@ -509,6 +512,60 @@ TEST(CudaEngine, PatternMemoryMatchesCpu) {
     EXPECT_GE(recalled, 20);  // rounds 1-2 recall every stored context
   }
 }
+
+#if defined(FIELDBRAIN_CUDA_EMU)
+// What only the emulated device can do: fail on purpose, and be another card.
+
+// A device fault (an illegal address in the evolve kernel, sticky as on a card) latches the
+// engine: that batch fails, and every later batch, new brain, snapshot and restore is refused, so
+// no checkpoint is ever written from the half-run cycle.
+TEST(CudaEngine, AStickyDeviceFaultLatchesTheEngineAndNoSnapshotIsTakenFromIt) {
+  ParityRun run(MustMake("cuda", Config(FieldShape::Tiny(), 3, 2)));
+  ASSERT_TRUE(run.Add(kMixedSpecs[0]).ok());
+  ASSERT_TRUE(run.Add(kMixedSpecs[1]).ok());
+  ASSERT_TRUE(run.Run(3).ok());
+  absl::StatusOr<BrainSnapshot> before = run.engine().Snapshot(run.slot(0));
+  ASSERT_TRUE(before.ok());
+  emu::InjectKernelFault("EvolveKernel", cudaErrorIllegalAddress);
+  const absl::Status failed = run.Run(1);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("cudaErrorIllegalAddress"), absl::string_view::npos) << failed;
+  Engine& e = run.engine();
+  EXPECT_FALSE(e.health().ok());
+  EXPECT_EQ(run.Run(1).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(e.Snapshot(run.slot(0)).status().code(), absl::StatusCode::kFailedPrecondition);
+  BrainSnapshot into = *before;
+  EXPECT_EQ(e.SnapshotInto(run.slot(1), into).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(BitwiseEqual(into, *before)) << "a refused snapshot leaves the buffer as it was";
+  EXPECT_EQ(e.Restore(run.slot(0), *before).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(e.CreateBrain(kMixedSpecs[2]).status().code(), absl::StatusCode::kFailedPrecondition);
+  emu::ResetDevice();
+}
+
+// The evolve kernel's tile is planned from the card's shared memory (PlanEvolveTile): on every
+// card the emulator plays, each field shape's plan launches within that card's limits and the
+// first cycle matches the CPU engine.
+TEST(CudaEngine, TheEvolveTilePlanRunsOnEveryEmulatedCard) {
+  for (const std::string& card : emu::CardNames()) {
+    ASSERT_TRUE(emu::SelectCard(card));
+    for (const FieldShape shape : {FieldShape::Tiny(), FieldShape::Small(), FieldShape::Default()}) {
+      ParityRun cpu(MustMake("cpu", Config(shape, 1, 1)));
+      ParityRun gpu(MustMake("cuda", Config(shape, 1, 1)));
+      ASSERT_TRUE(cpu.Add(kMixedSpecs[0]).ok());
+      ASSERT_TRUE(gpu.Add(kMixedSpecs[0]).ok());
+      ASSERT_TRUE(cpu.Run(1).ok());
+      const absl::Status s = gpu.Run(1);
+      ASSERT_TRUE(s.ok()) << card << ", C=" << shape.channels << ": " << s;
+      auto a = cpu.engine().Snapshot(cpu.slot(0));
+      auto b = gpu.engine().Snapshot(gpu.slot(0));
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(CompareSnapshots(*a, *b, kOneCycleFieldTol).field.over, 0) << card << ", C=" << shape.channels;
+    }
+  }
+  EXPECT_TRUE(emu::Reports().empty());
+  ASSERT_TRUE(emu::SelectCard("h100"));
+}
+#endif  // FIELDBRAIN_CUDA_EMU
 
 #else  // !FIELDBRAIN_HAVE_CUDA
 

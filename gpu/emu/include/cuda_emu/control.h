@@ -14,7 +14,8 @@ namespace fieldbrain::emu {
 // per block, opt-in shared memory, grid dimensions): "h100" (the default; FIELDBRAIN_EMU_CARD
 // picks another at start), "t4", "orin", "rtx5090".
 std::vector<std::string> CardNames();
-// Plays `name` from now on; false for a name not in CardNames(). Memory already allocated stays.
+// Plays `name` from now on; false for a name not in CardNames(). Memory already allocated and
+// kernel attributes already set stay.
 bool SelectCard(std::string_view name);
 std::string_view SelectedCardName();
 
