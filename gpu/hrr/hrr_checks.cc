@@ -1,6 +1,7 @@
 #include "gpu/hrr/hrr_checks.h"
 
 #include <cmath>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -46,6 +47,38 @@ absl::Status CheckFinite(const char* what, std::span<const float> values, int di
     if (!std::isfinite(values[i]))
       return absl::InvalidArgumentError(absl::StrCat(what, ": vector ", i / size_t(dim), ", element ", i % size_t(dim),
                                                      " is not finite (", values[i], ")"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// A bound as a message states it: "4294967296 (2^32)".
+std::string Bound(float b) { return absl::StrCat(std::llround(b), " (2^", std::ilogb(b), ")"); }
+
+}  // namespace
+
+absl::Status CheckValues(const char* what, std::span<const float> values, int dim) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::fabs(values[i]) <= kMaxValue) continue;  // NaN fails this too
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": vector ", i / size_t(dim), ", element ", i % size_t(dim),
+        std::isfinite(values[i]) ? absl::StrCat(" = ", values[i], " is beyond the bound on values, |x| <= ",
+                                                Bound(kMaxValue))
+                                 : absl::StrCat(" is not finite (", values[i], ")")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBins(const char* what, std::span<const Cf> spectra, int bins, size_t first) {
+  for (size_t i = 0; i < spectra.size(); ++i) {
+    const Cf c = spectra[i];
+    if (std::fabs(c.re) <= kMaxBin && std::fabs(c.im) <= kMaxBin) continue;  // NaN fails this too
+    const bool finite = std::isfinite(c.re) && std::isfinite(c.im);
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " ", first + i / size_t(bins), ", bin ", i % size_t(bins), " = (", c.re, ", ", c.im, ") is ",
+        finite ? absl::StrCat("beyond the range of a stored bin, |re| and |im| <= ", Bound(kMaxBin))
+               : "not finite"));
   }
   return absl::OkStatus();
 }
@@ -97,7 +130,7 @@ absl::Status CheckBinary(std::span<const int32_t> out, std::span<const int32_t> 
 absl::Status CheckPut(std::span<const int32_t> slots, std::span<const float> values, const HrrConfig& config) {
   FB_HRR_CHECK(CheckSlots("slots", slots, config));
   FB_HRR_CHECK(CheckCount("values", values.size(), slots.size() * size_t(config.dim)));
-  return CheckFinite("values", values, config.dim);
+  return CheckValues("values", values, config.dim);
 }
 
 absl::Status CheckGet(std::span<const int32_t> slots, size_t n_values, const HrrConfig& config) {
@@ -109,8 +142,7 @@ absl::Status CheckPutSpectra(std::span<const int32_t> slots, std::span<const Cf>
   const int bins = Bins(config.dim);
   FB_HRR_CHECK(CheckSlots("slots", slots, config));
   FB_HRR_CHECK(CheckCount("spectra", spectra.size(), slots.size() * size_t(bins)));
-  const std::span<const float> as_floats(reinterpret_cast<const float*>(spectra.data()), spectra.size() * 2);
-  return CheckFinite("spectra (re, im pairs)", as_floats, 2 * bins);
+  return CheckBins("spectra: vector", spectra, bins);
 }
 
 absl::Status CheckGetSpectra(std::span<const int32_t> slots, size_t n_spectra, const HrrConfig& config) {

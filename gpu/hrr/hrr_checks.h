@@ -21,6 +21,13 @@ absl::Status CheckSlots(const char* what, std::span<const int32_t> slots, const 
 absl::Status CheckCount(const char* what, size_t n, size_t expected);
 // Every value finite; the message names the first that is not (as vector i, element j of `dim`).
 absl::Status CheckFinite(const char* what, std::span<const float> values, int dim);
+// Every value finite and within +-kMaxValue (what Put takes); the message names the first that is
+// not, and the bound.
+absl::Status CheckValues(const char* what, std::span<const float> values, int dim);
+// Every bin of `spectra` (vectors of `bins` bins, numbered from `first`) has parts within
+// +-kMaxBin, NaN and Inf failing: what PutSpectra takes, and what the Memory service checks of
+// every result before it keeps it. The message reads "<what> <i>, bin <k> = (re, im) is ...".
+absl::Status CheckBins(const char* what, std::span<const Cf> spectra, int bins, size_t first = 0);
 // Superpose's groups: offsets ascend from 0 to n_terms, one more than the outputs.
 absl::Status CheckOffsets(std::span<const int32_t> offsets, size_t n_out, size_t n_terms);
 absl::Status CheckCleanup(int item_begin, int item_count, int k, size_t n_queries, size_t n_slots,

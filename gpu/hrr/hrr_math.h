@@ -13,6 +13,7 @@
 // and here bins 0 and D/2 equal +1, so fractional powers stay real there. Both have norm ~1.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
@@ -64,6 +65,23 @@ FB_HD float parseval_weight(int k, int bins) { return (k == 0 || k == bins - 1) 
 // Bin k's share of D <a, b>: sum it over k and divide by D for the dot product.
 FB_HD float dot_term(Cf a, Cf b, int k, int bins) {
   return parseval_weight(k, bins) * (a.re * b.re + a.im * b.im);
+}
+
+// cos(a, b) from the sum of dot_term over the bins and the squared norms |a|^2, |b|^2; 0 when
+// either norm is 0. The norms' square roots are taken apart: the product na nb underflows to 0
+// for norms below ~6e-12 (values of 1e-13 at D = 1024), which made such a cosine Inf.
+FB_HD float cosine(float dot_sum, float na, float nb, int dim) {
+  if (na <= 0.0f || nb <= 0.0f) return 0.0f;
+  return dot_sum / float(dim) / (sqrtf(na) * sqrtf(nb));
+}
+
+// The factor that scales a sum of squared norm n2 to norm 1: 1 for a zero sum, which stays zero.
+// Where n2 overflowed float (the sum's bins reach 2^56 to 2^64, by how many there are) it is NaN,
+// not 1 / sqrt(inf) = 0: the result is then marked not finite rather than silently made zero.
+FB_HD float unit_scale(float n2) {
+  if (!(n2 > 0.0f)) return 1.0f;
+  if (n2 > FLT_MAX) return nanf("");
+  return 1.0f / sqrtf(n2);
 }
 
 // exp(-2 pi i k s / D): bin k of a cyclic shift by s places. (k s) mod D is formed in integers,

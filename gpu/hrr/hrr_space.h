@@ -11,6 +11,16 @@
 // before it changes anything (a bad call changes nothing and says which element is wrong), may
 // write a slot it also reads, and allocates nothing once the space is made. Same inputs give the
 // same bits on the same backend. A space is not thread-safe: one thread calls it.
+//
+// Range: a value that is finite need not have a finite spectrum (1024 values near 3e38 sum past
+// FLT_MAX), so what enters is bounded, not merely finite: Put takes values of magnitude at most
+// kMaxValue, PutSpectra bins whose parts are at most kMaxBin. Within that range every norm, dot
+// product, cosine and inverse FFT of the library is finite (kMaxBin below). Results are not
+// checked: Bind and Unbind (products of large bins), Power (large exponents) and Superpose (large
+// weights, or a normalised sum whose squared norm overflows float, which comes out NaN rather than
+// zero) can leave the range, up to Inf and NaN. Random, Project and Inverse stay within it, and
+// Permute keeps every bin's magnitude. A caller that keeps results checks them with CheckBins
+// (hrr_checks.h): the Memory service does, on the copy it reads back for its digests.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +42,15 @@ struct HrrConfig {
 
 inline constexpr int kMaxDim = 1 << 16;
 inline constexpr int kMaxTopK = 64;
+
+// The largest magnitude of a value Put takes (2^32). Its bins' parts are then at most
+// kMaxDim x kMaxValue = 2^48: half of kMaxBin, so that Put and Random vectors and their
+// permutations (a turned bin's parts grow by up to sqrt(2)) always fit.
+inline constexpr float kMaxValue = 0x1p32f;
+// The largest |re| or |im| of a stored bin (2^49). A dot product or squared norm sums D/2 + 1
+// terms of at most 4 kMaxBin^2 = 2^100: below 2^116 for any D <= kMaxDim, far from FLT_MAX
+// (~2^128); an inverse FFT's sums stay below D x 2 kMaxBin = 2^66.
+inline constexpr float kMaxBin = 0x1p49f;
 
 // Where a space keeps its vectors. Empty: the space allocates them itself. Otherwise a region the
 // caller owns and keeps alive longer than the space (host memory for the CPU backend, device
@@ -67,11 +86,16 @@ class HrrSpace {
   // FFT work areas).
   virtual int64_t bytes() const = 0;
 
-  // slots[i] <- the vector values[i * dim, (i + 1) * dim). Non-finite values are refused.
+  // slots[i] <- the vector values[i * dim, (i + 1) * dim). Values that are not finite or beyond
+  // +-kMaxValue are refused.
   virtual absl::Status Put(std::span<const int32_t> slots, std::span<const float> values) = 0;
-  // values[i * dim, ...) <- the real vector in slots[i].
+  // values[i * dim, ...) <- the real vector in slots[i]. After Put, each value is the one put to
+  // within 2e-6 of the vector's largest magnitude plus 2^-148 (two steps of float's subnormal
+  // range), the two FFTs' rounding, and the sign of a zero is not kept: measured on the CPU
+  // backend (tests/hrr/hrr_space_test.cc).
   virtual absl::Status Get(std::span<const int32_t> slots, std::span<float> values) = 0;
-  // The same with half spectra, bins() values per vector.
+  // The same with half spectra, bins() values per vector; PutSpectra refuses a part beyond
+  // +-kMaxBin (CheckBins).
   virtual absl::Status PutSpectra(std::span<const int32_t> slots, std::span<const Cf> spectra) = 0;
   virtual absl::Status GetSpectra(std::span<const int32_t> slots, std::span<Cf> spectra) = 0;
   // slots[i] <- vector ids[i] of the `kind` stream of `seed` (a pure function of the four).

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "gpu/hrr/hrr_checks.h"
 #include "server/memory/memory_limits.h"
 
 namespace fieldbrain::server::memory {
@@ -93,7 +94,9 @@ absl::Status MemorySpace::Store(int n, absl::FunctionRef<absl::Status(std::span<
   }
   const std::span<const int32_t> slots(free_.data() + free_.size() - size_t(n), size_t(n));
   absl::Status s = fill(slots);
-  if (s.ok()) s = Digests(slots, scratch, new_digests_);
+  // The results are checked on the copy the digests are taken from: the same on both backends, and
+  // no extra read of device memory.
+  if (s.ok()) s = Digests(slots, scratch, new_digests_, /*check_range=*/true);
   if (!s.ok()) {
     // Free slots must stay zero vectors: cleanup over the whole space skips only those.
     InPieces(slots, max_batch(), [&](std::span<const int32_t> piece, size_t) {
@@ -129,7 +132,7 @@ absl::Status MemorySpace::Erase(std::span<const int32_t> slots) {
 }
 
 absl::Status MemorySpace::Verify(std::span<const int32_t> slots, DigestScratch& scratch) {
-  if (absl::Status s = Digests(slots, scratch, new_digests_); !s.ok()) return s;
+  if (absl::Status s = Digests(slots, scratch, new_digests_, /*check_range=*/false); !s.ok()) return s;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (new_digests_[i] != digests_[size_t(slots[i])]) {
       return absl::DataLossError(absl::StrCat("vector ", slot_ids_[size_t(slots[i])], " of space '", name_,
@@ -141,12 +144,18 @@ absl::Status MemorySpace::Verify(std::span<const int32_t> slots, DigestScratch& 
 }
 
 absl::Status MemorySpace::Digests(std::span<const int32_t> slots, DigestScratch& scratch,
-                                  std::vector<Digest>& digests) {
+                                  std::vector<Digest>& digests, bool check_range) {
   digests.resize(slots.size());
   const size_t bins = size_t(hrr_->bins());
   return InPieces(slots, max_batch(), [&](std::span<const int32_t> piece, size_t begin) {
     scratch.spectra.resize(piece.size() * bins);
     if (absl::Status s = hrr_->GetSpectra(piece, scratch.spectra); !s.ok()) return s;
+    if (check_range) {
+      if (absl::Status s = hrr::CheckBins("result", scratch.spectra, int(bins), begin); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            s.message(), ": the operation's result is too large to keep; nothing was stored"));
+      }
+    }
     for (size_t i = 0; i < piece.size(); ++i) {
       const std::span<const hrr::Cf> spectrum(scratch.spectra.data() + i * bins, bins);
       absl::StatusOr<Digest> d = scratch.digester->Sha256(std::as_bytes(spectrum));

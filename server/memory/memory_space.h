@@ -62,7 +62,9 @@ class MemorySpace {
 
   // Stores n new vectors, all or none. RESOURCE_EXHAUSTED when fewer than n slots are free;
   // otherwise `fill` writes n free slots, each gets its digest and a new id (appended to `ids`,
-  // in slot order). When fill or a digest fails the slots are zeroed and stay free.
+  // in slot order). INVALID_ARGUMENT naming "result i" when a vector `fill` made has a bin beyond
+  // the range of stored vectors (hrr::CheckBins: an operation overflowed). When fill, that check
+  // or a digest fails the slots are zeroed and stay free.
   absl::Status Store(int n, absl::FunctionRef<absl::Status(std::span<const int32_t> slots)> fill,
                      DigestScratch& scratch, std::vector<uint64_t>& ids);
   // Deletes the vectors in `slots` (resolved, distinct): zeroed, freed, their ids unknown.
@@ -76,8 +78,10 @@ class MemorySpace {
 
   MemorySpace(std::string name, MemoryArena::Lease storage, MemoryArena::Lease budget,
               std::unique_ptr<hrr::HrrSpace> hrr);
-  // digests[i] <- the SHA-256 of slots[i]'s spectrum.
-  absl::Status Digests(std::span<const int32_t> slots, DigestScratch& scratch, std::vector<Digest>& digests);
+  // digests[i] <- the SHA-256 of slots[i]'s spectrum; with `check_range`, each spectrum must first
+  // pass hrr::CheckBins.
+  absl::Status Digests(std::span<const int32_t> slots, DigestScratch& scratch, std::vector<Digest>& digests,
+                       bool check_range);
 
   const std::string name_;
   // The leases outlive the HrrSpace (declared first, destroyed last): it holds the storage.

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "gpu/hrr/hrr_space.h"
 #include "server/memory/space_name.h"
 
 namespace fieldbrain::server::memory {
@@ -71,12 +72,20 @@ absl::Status Check(const brain::v1::PutRequest& r, const RequestLimits& limits) 
     case brain::v1::PutRequest::kValues: {
       const auto& vectors = r.values().vectors();
       if (absl::Status s = CheckCount("values.vectors", vectors.size(), limits); !s.ok()) return s;
+      // Bounded, not merely finite: the server keeps a vector's spectrum, whose bins sum up to D
+      // values (gpu/hrr/hrr_space.h, kMaxValue).
       for (int i = 0; i < vectors.size(); ++i) {
         const RepeatedField<float>& v = vectors[i].values();
         for (int j = 0; j < v.size(); ++j) {
           if (!std::isfinite(v[j])) {
             return absl::InvalidArgumentError(
                 absl::StrCat("values.vectors[", i, "], element ", j, " is not finite (", v[j], ")"));
+          }
+          if (std::fabs(v[j]) > hrr::kMaxValue) {
+            return absl::InvalidArgumentError(absl::StrCat("values.vectors[", i, "], element ", j, " = ", v[j],
+                                                           " is beyond the bound on values, |x| <= ",
+                                                           int64_t(hrr::kMaxValue), " (2^", std::ilogb(hrr::kMaxValue),
+                                                           ")"));
           }
         }
       }

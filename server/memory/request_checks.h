@@ -1,7 +1,8 @@
 // The Memory service's checks of a request by itself, run on the gRPC thread before the request
-// is handed to the engine thread: names, list lengths, limits, finite values. What depends on the
-// spaces (unknown names and ids, dimensions, room) is checked on the engine thread. Each returns
-// INVALID_ARGUMENT naming the offending field and element, or OK.
+// is handed to the engine thread: names, list lengths, limits, finite values (Put's also within
+// +-hrr::kMaxValue). What depends on the spaces (unknown names and ids, dimensions, room) is
+// checked on the engine thread. Each returns INVALID_ARGUMENT naming the offending field and
+// element, or OK.
 #pragma once
 
 #include "absl/status/status.h"

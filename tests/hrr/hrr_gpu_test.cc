@@ -549,6 +549,10 @@ TEST(HrrCuda, BadArgumentsAreRefusedLikeTheCpuBackend) {
   nan_values[kD + 5] = NAN;
   std::vector<Cf> inf_spectra(2 * size_t(Bins(kD)));
   inf_spectra[3].im = INFINITY;
+  std::vector<float> large_values(2 * kD, 0.1f);
+  large_values[kD + 9] = 2 * kMaxValue;
+  std::vector<Cf> large_spectra(2 * size_t(Bins(kD)));
+  large_spectra[Bins(kD) + 2].re = -2 * kMaxBin;
   std::vector<float> values(2 * kD), few(3), top_cos(2);
   std::vector<int32_t> top_slots(2);
   const std::vector<int32_t> bad_slot = {0, 16}, negative = {-1, 0}, five = Range(0, 5);
@@ -561,8 +565,10 @@ TEST(HrrCuda, BadArgumentsAreRefusedLikeTheCpuBackend) {
       {"Put: more than max_batch", [&](HrrSpace& s) { return s.Put(five, std::vector<float>(5 * kD)); }},
       {"Put: value count", [&](HrrSpace& s) { return s.Put(Range(0, 2), few); }},
       {"Put: NaN", [&](HrrSpace& s) { return s.Put(Range(0, 2), nan_values); }},
+      {"Put: beyond kMaxValue", [&](HrrSpace& s) { return s.Put(Range(0, 2), large_values); }},
       {"Get: value count", [&](HrrSpace& s) { return s.Get(Range(0, 2), few); }},
       {"PutSpectra: infinity", [&](HrrSpace& s) { return s.PutSpectra(Range(0, 2), inf_spectra); }},
+      {"PutSpectra: beyond kMaxBin", [&](HrrSpace& s) { return s.PutSpectra(Range(0, 2), large_spectra); }},
       {"GetSpectra: count", [&](HrrSpace& s) { return s.GetSpectra(Range(0, 3), inf_spectra); }},
       {"Random: ids", [&](HrrSpace& s) { return s.Random(Range(0, 2), VectorKind::kGaussian, 1, Ids(0, 3)); }},
       {"Zero: negative slot", [&](HrrSpace& s) { return s.Zero(negative); }},

@@ -391,6 +391,86 @@ TEST_F(MemoryServiceTest, WrongDimensionsAndNonFiniteValuesNameTheElement) {
   EXPECT_EQ(Stored("s"), 2);
 }
 
+// Values must be bounded, not merely finite (memory.proto, Vector): four values of 3e38 are
+// finite, but their sum, the spectrum's bin 0, is not, and Get answered NaN. A Put beyond the
+// bound is refused naming the element and the bound, and stores nothing; a vector at the bound is
+// stored and comes back within the stated 2e-6 of its largest value.
+TEST_F(MemoryServiceTest, PutBeyondTheBoundIsRefusedNamingTheElementAndTheBound) {
+  ASSERT_TRUE(calls_->CreateSpace("s", 4, 8).ok());
+  const float bound = hrr::kMaxValue;
+  grpc::Status s;
+  calls_->PutValues("s", {{1, 2, 3, 4}, {0, -std::nextafter(bound, INFINITY), 0, 0}}, &s);
+  ExpectCode(s, grpc::StatusCode::INVALID_ARGUMENT,
+             "values.vectors[1], element 1 = -4.29497e+09 is beyond the bound on values, |x| <= 4294967296 (2^32)");
+  calls_->PutValues("s", {{3e38f, 3e38f, 3e38f, 3e38f}}, &s);
+  ExpectCode(s, grpc::StatusCode::INVALID_ARGUMENT, "values.vectors[0], element 0 = 3e+38 is beyond the bound");
+  EXPECT_EQ(Stored("s"), 0);
+
+  const std::vector<std::vector<float>> edge = {{bound, -bound, bound, bound}};
+  const std::vector<uint64_t> ids = calls_->PutValues("s", edge, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(ids, (std::vector<uint64_t>{1}));  // the refused Puts used up no id
+  const std::vector<std::vector<float>> got = calls_->Get("s", ids, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  for (size_t j = 0; j < 4; ++j) EXPECT_NEAR(got[0][j], edge[0][j], 2e-6 * bound) << j;
+}
+
+// Operations on stored vectors can make results beyond the range of stored vectors (memory.proto:
+// products of large bins, large exponents or weights). The call is refused naming the result and
+// stores nothing, not even its results within the range.
+TEST_F(MemoryServiceTest, ResultsBeyondTheRangeAreRefusedAndStoreNothing) {
+  ASSERT_TRUE(calls_->CreateSpace("s", 4, 16).ok());
+  grpc::Status s;
+  const std::vector<uint64_t> big = calls_->PutValues("s", {{0x1p30f, 0x1p30f, 0x1p30f, 0x1p30f}}, &s);  // bin 0: 2^32
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const std::vector<uint64_t> g = calls_->PutRandom("s", VECTOR_KIND_GAUSSIAN, 1, 2);
+  ASSERT_EQ(Stored("s"), 3);
+
+  calls_->Bind("s", {g[0], big[0]}, {g[1], big[0]}, &s);
+  ExpectCode(s, grpc::StatusCode::INVALID_ARGUMENT,
+             "result 1, bin 0 = (1.84467e+19, 0) is beyond the range of a stored bin, |re| and |im| <= "
+             "562949953421312 (2^49): the operation's result is too large to keep; nothing was stored");
+  brain::v1::PowerRequest pow;
+  pow.set_space("s");
+  pow.add_ids(big[0]);
+  pow.add_exponents(8.0f);
+  brain::v1::PowerResponse pow_out;
+  ExpectCode(calls_->Call(&Memory::Stub::Power, pow, &pow_out), grpc::StatusCode::INVALID_ARGUMENT,
+             "result 0, bin 0 = (inf, 0) is not finite");
+  brain::v1::SuperposeRequest sup;
+  sup.set_space("s");
+  sup.add_groups()->add_ids(g[0]);
+  brain::v1::SuperposeGroup* large = sup.add_groups();
+  large->add_ids(big[0]);
+  large->add_weights(1e30f);
+  brain::v1::SuperposeResponse sup_out;
+  ExpectCode(calls_->Call(&Memory::Stub::Superpose, sup, &sup_out), grpc::StatusCode::INVALID_ARGUMENT,
+             "result 1, bin 0 = (inf, 0) is not finite");
+  // Normalised, a sum of finite bins whose squared norm overflows float is refused too (it used to
+  // be stored as the zero vector).
+  sup.set_normalize(true);
+  large->set_ids(0, g[0]);
+  ExpectCode(calls_->Call(&Memory::Stub::Superpose, sup, &sup_out), grpc::StatusCode::INVALID_ARGUMENT,
+             "result 1, bin 0 = (nan, nan) is not finite");
+  EXPECT_EQ(Stored("s"), 3);
+  // No id was used up, and a result within the range is stored.
+  EXPECT_EQ(calls_->Bind("s", {g[0]}, {g[1]}), (std::vector<uint64_t>{4}));
+}
+
+// Cosines of tiny vectors are finite: they were Inf where the product of the squared norms
+// underflowed (norms below ~6e-12).
+TEST_F(MemoryServiceTest, CosinesOfTinyVectorsAreFinite) {
+  ASSERT_TRUE(calls_->CreateSpace("s", 4, 8).ok());
+  grpc::Status s;
+  const std::vector<uint64_t> ids =
+      calls_->PutValues("s", {{1e-13f, 2e-13f, -1e-13f, 3e-13f}, {1e-13f, 2e-13f, 1e-13f, -3e-13f}}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const std::vector<float> cos = calls_->Similarity("s", {ids[0], ids[0]}, {ids[0], ids[1]});
+  ASSERT_EQ(cos.size(), 2u);
+  EXPECT_NEAR(cos[0], 1.0f, 1e-6f);
+  EXPECT_NEAR(cos[1], (1.0f + 4.0f - 1.0f - 9.0f) / 15.0f, 1e-6f);
+}
+
 TEST_F(MemoryServiceTest, ABatchWithOneBadElementAppliesNothing) {
   ASSERT_TRUE(calls_->CreateSpace("s", 64, 16).ok());
   const std::vector<uint64_t> ids = calls_->PutRandom("s", VECTOR_KIND_GAUSSIAN, 1, 4);

@@ -201,11 +201,8 @@ class CpuHrrSpace final : public HrrSpace {
         for (int k = 0; k < bins; ++k) acc[k] = cadd(acc[k], cscale(t[k], w));
       }
       if (normalize) {
-        const float n2 = Norm2(acc);
-        if (n2 > 0.0f) {
-          const float inv = 1.0f / std::sqrt(n2);
-          for (int k = 0; k < bins; ++k) acc[k] = cscale(acc[k], inv);
-        }
+        const float scale = unit_scale(Norm2(acc));
+        for (int k = 0; k < bins; ++k) acc[k] = cscale(acc[k], scale);
       }
     }
     Commit(out);
@@ -274,7 +271,7 @@ class CpuHrrSpace final : public HrrSpace {
     const Cf* y = Spectrum(b);
     float dot = 0.0f;
     for (int k = 0; k < bins_; ++k) dot += dot_term(x[k], y[k], k, bins_);
-    return dot / float(config_.dim) / std::sqrt(na * nb);
+    return cosine(dot, na, nb, config_.dim);
   }
 
   // stage[i][k] <- fn(i, k) for i < n: every input is read before Commit writes any slot.

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kFlatThreads)
 }
 
 // Block (query q, part p): the items of part p of the chunk, cosines as the CPU backend forms
-// them (dot / D / sqrt(|q|^2 |x|^2), 0 for a zero query), zero items skipped.
+// them (hrr_math.h's cosine: 0 for a zero query), zero items skipped.
 __global__ void __launch_bounds__(kChunkThreads)
     ChunkTopKKernel(const SlotStore st, const float* __restrict__ scores, const int32_t* __restrict__ queries,
                     int first_item, int items, int k, TopKLists parts) {
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kChunkThreads)
     const int32_t item = first_item + i;
     const float ni = st.norm2[item];
     if (ni <= 0.0f) continue;
-    const float c = nq <= 0.0f ? 0.0f : row[i] / float(st.dim) / sqrtf(nq * ni);
+    const float c = cosine(row[i], nq, ni, st.dim);
     top_k_insert(cos, slot, k, c, item);
   }
   const int64_t list = (int64_t(q) * parts.per_query + p) * kListEntries;

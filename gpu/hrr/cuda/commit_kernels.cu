@@ -22,8 +22,8 @@ __global__ void __launch_bounds__(kCommitThreads)
   const Cf* __restrict__ row = rows + int64_t(blockIdx.x) * bins;
   Cf* __restrict__ out = st.spectra + int64_t(slot) * bins;
 
-  // Superpose's normalisation, as the CPU does it: scale by 1/|sum| unless the sum is zero
-  // (x * 1 is exact, so an unscaled row goes through the same multiply unchanged).
+  // Superpose's normalisation, as the CPU does it (hrr_math.h's unit_scale: 1 for a zero sum; x * 1
+  // is exact, so an unscaled row goes through the same multiply unchanged).
   float scale = 1.0f;
   if (normalize) {
     float part = 0.0f;
@@ -31,8 +31,7 @@ __global__ void __launch_bounds__(kCommitThreads)
       const Cf x = LoadBin(row + k);
       part += dot_term(x, x, k, bins);
     }
-    const float n2 = BlockSum<kCommitThreads>(part, scratch) / float(st.dim);
-    if (n2 > 0.0f) scale = 1.0f / sqrtf(n2);
+    scale = unit_scale(BlockSum<kCommitThreads>(part, scratch) / float(st.dim));
   }
 
   float part = 0.0f;

@@ -24,8 +24,7 @@ __global__ void __launch_bounds__(kSimilarityThreads)
     dot += dot_term(SlotBin(st.spectra, st.bins, sa, k), SlotBin(st.spectra, st.bins, sb, k), k, st.bins);
   dot = WarpSum(dot);
   if (lane != 0) return;
-  const float na = st.norm2[sa], nb = st.norm2[sb];
-  cosines[i] = na <= 0.0f || nb <= 0.0f ? 0.0f : dot / float(st.dim) / sqrtf(na * nb);
+  cosines[i] = cosine(dot, st.norm2[sa], st.norm2[sb], st.dim);
 }
 
 }  // namespace
