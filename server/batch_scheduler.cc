@@ -204,8 +204,7 @@ bool BatchScheduler::BatchDueLocked() const {
 bool BatchScheduler::DrainedLocked() const { return drained_ || stopped_; }
 
 void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      MakeEngine(options_.engine_kind, options_.engine);
+  absl::StatusOr<EngineChoice> engine = ChooseEngine(options_.engine_kind, options_.engine);
   if (!engine.ok()) {
     *start_status = engine.status();
     {
@@ -215,12 +214,13 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
     started->Notify();
     return;
   }
-  engine_ = *std::move(engine);
+  engine_ = std::move(engine->engine);
   engine_->set_timing_sink(metrics_);
   SampleDeviceMemory(Clock::now());
   {
     absl::MutexLock lock(&mu_);  // Submit reads max_robots under the lock
-    facts_ = EngineFacts{std::string(engine_->kind()), engine_->device_name(),
+    facts_ = EngineFacts{std::string(engine_->kind()), engine->reason, std::move(engine->self_check),
+                         engine_->device_name(),
                          engine_->device_description(), engine_->config().shape, engine_->pool_bytes(),
                          engine_->config().max_robots, engine_->config().max_batch};
   }

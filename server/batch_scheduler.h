@@ -43,6 +43,7 @@
 #include "absl/time/time.h"
 #include "gpu/engine.h"
 #include "server/checkpoint/snapshot_sink.h"
+#include "server/engine_choice.h"
 #include "server/frame_sink.h"
 #include "telemetry/metrics.h"
 
@@ -66,6 +67,8 @@ struct SchedulerOptions {
 // Facts about the engine, fixed once it is made.
 struct EngineFacts {
   std::string kind;
+  EngineReason reason = EngineReason::kCpuRequested;  // why this engine serves
+  std::string self_check;                             // what the start-up self-check measured
   std::string device;
   std::string device_description;  // name, capability and memory, for the start-up log
   FieldShape shape;

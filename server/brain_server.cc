@@ -56,6 +56,18 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   const EngineFacts& facts = server->scheduler_->facts();
   if (server->checkpointer_ != nullptr) server->checkpointer_->set_shape(facts.shape);
   server->metrics_->SetBuildInfo(version, facts.kind);
+  server->metrics_->SetEngineInfo(facts.kind, EngineReasonName(facts.reason));
+  switch (facts.reason) {
+    case EngineReason::kSelfCheckPassed:
+      LogInfo("CUDA engine self-check passed: ", facts.self_check);
+      break;
+    case EngineReason::kSelfCheckFailed:
+      LogWarning(facts.self_check, "; serving on the CPU engine instead (--engine=cuda would refuse to start)");
+      break;
+    case EngineReason::kCpuRequested:
+    case EngineReason::kNoCudaDevice:
+      break;
+  }
   server->metrics_->SetPoolBytes(facts.pool_bytes);
 
   BatchScheduler* sched = server->scheduler_.get();

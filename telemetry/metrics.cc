@@ -148,6 +148,11 @@ Metrics::Metrics()
                       .Name("brain_build_info")
                       .Help("Always 1; labels name the version and the engine in use")
                       .Register(*registry_)),
+      engine_info_(prometheus::BuildGauge()
+                       .Name("brain_engine_info")
+                       .Help("Always 1; labels name the engine that serves and why (the CUDA engine's "
+                             "start-up self-check against the CPU engine, or no device)")
+                       .Register(*registry_)),
       hrr_vectors_stored_(prometheus::BuildGauge()
                               .Name("brain_hrr_vectors_stored")
                               .Help("Vectors held by the Memory service's spaces")
@@ -197,6 +202,10 @@ Metrics::Metrics()
 
 void Metrics::SetBuildInfo(std::string_view version, std::string_view engine) {
   build_info_.Add({{"version", std::string(version)}, {"engine", std::string(engine)}}).Set(1);
+}
+
+void Metrics::SetEngineInfo(std::string_view engine, std::string_view reason) {
+  engine_info_.Add({{"engine", std::string(engine)}, {"reason", std::string(reason)}}).Set(1);
 }
 
 void Metrics::SetPoolBytes(int64_t bytes) { pool_bytes_.Set(static_cast<double>(bytes)); }

@@ -72,6 +72,9 @@ class Metrics final : public StageTimingSink {
 
   // Once at startup: brain_build_info{version,engine} = 1, brain_pool_bytes.
   void SetBuildInfo(std::string_view version, std::string_view engine);
+  // Once at startup: brain_engine_info{engine,reason} = 1, which engine serves and why (the CUDA
+  // engine's start-up self-check passed or failed, no device, the CPU engine asked for).
+  void SetEngineInfo(std::string_view engine, std::string_view reason);
   void SetPoolBytes(int64_t bytes);
 
   // Frame received -> motors handed to gRPC, for frames the brain ran.
@@ -136,6 +139,7 @@ class Metrics final : public StageTimingSink {
   prometheus::Gauge* device_memory_used_ = nullptr;
   prometheus::Gauge* device_memory_total_ = nullptr;
   prometheus::Family<prometheus::Gauge>& build_info_;
+  prometheus::Family<prometheus::Gauge>& engine_info_;
   std::array<prometheus::Counter*, static_cast<int>(HrrOp::kCount)> hrr_operations_{};
   prometheus::Gauge& hrr_vectors_stored_;
   prometheus::Gauge& hrr_arena_bytes_;

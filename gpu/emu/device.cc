@@ -267,7 +267,7 @@ void InjectCallFault(std::string_view call, cudaError_t error, int nth) {
   S().call_faults.push_back(Injection{std::string(call), nth, KernelInjection{error, nullptr, nullptr}});
 }
 
-void InjectKernelEffect(std::string_view kernel, void (*perturb)(void*), void* context, int nth) {
+void InjectKernelEffect(std::string_view kernel, KernelPerturbation perturb, void* context, int nth) {
   std::lock_guard<std::mutex> lock(S().mu);
   S().run_injections.push_back(Injection{std::string(kernel), nth, KernelInjection{cudaSuccess, perturb, context}});
 }

@@ -79,7 +79,7 @@ void SetMaxDynamicShared(const void* kernel, size_t bytes);
 // replay counts as a launch.
 struct KernelInjection {
   cudaError_t error = cudaSuccess;
-  void (*perturb)(void*) = nullptr;
+  void (*perturb)(void*, const void*) = nullptr;
   void* context = nullptr;
 };
 cudaError_t TakeLaunchFault(std::string_view kernel);

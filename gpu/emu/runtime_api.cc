@@ -23,6 +23,17 @@ namespace {
       return fb_emu_e_;                                                  \
   } while (0)
 
+// Destroying and freeing still release what they name after a fault (the call then returns the
+// sticky error): on a card the process's resources go with the context anyway, and here they would
+// only show as leaks.
+#define FB_EMU_ENTER_RELEASE(release)                                  \
+  do {                                                                 \
+    if (const cudaError_t fb_emu_e_ = emu::EnterCall(__func__); fb_emu_e_ != cudaSuccess) { \
+      release;                                                         \
+      return fb_emu_e_;                                                \
+    }                                                                  \
+  } while (0)
+
 // A "potentially unsafe" call during a capture that forbids it fails and invalidates the capture.
 #define FB_EMU_REFUSE_DURING_CAPTURE()                              \
   do {                                                              \
@@ -95,7 +106,7 @@ cudaError_t EnqueueOrdered(cudaStream_t stream, emu::Op op) {
 
 namespace fieldbrain::emu {
 
-cudaError_t EnqueueKernel(const LaunchConfig& c, std::function<void()> thread_body) {
+cudaError_t EnqueueKernel(const LaunchConfig& c, std::function<void()> thread_body, std::shared_ptr<const void> params) {
   if (const cudaError_t e = EnterCall("cudaLaunchKernel"); e != cudaSuccess) return e;
   const Card& card = CurrentCard();
   const dim3 g = c.grid, b = c.block;
@@ -107,7 +118,8 @@ cudaError_t EnqueueKernel(const LaunchConfig& c, std::function<void()> thread_bo
   if (c.dynamic_shared_bytes > MaxDynamicShared(c.kernel) || c.dynamic_shared_bytes > card.shared_per_block_optin)
     return Record(cudaErrorInvalidValue);
   if (const cudaError_t fault = TakeLaunchFault(c.name); fault != cudaSuccess) return Record(fault);
-  return EnqueueOrdered(c.stream, KernelOp{c, std::make_shared<const std::function<void()>>(std::move(thread_body))});
+  return EnqueueOrdered(c.stream, KernelOp{c, std::make_shared<const std::function<void()>>(std::move(thread_body)),
+                                           std::move(params)});
 }
 
 cudaError_t EnqueueLibraryKernel(cudaStream_t stream, const char* name, std::function<cudaError_t()> work) {
@@ -279,7 +291,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
 }
 
 cudaError_t cudaFree(void* ptr) {
-  FB_EMU_ENTER();
+  FB_EMU_ENTER_RELEASE(emu::Free(ptr, emu::MemoryKind::kDevice));
   if (ptr == nullptr) return cudaSuccess;
   FB_EMU_REFUSE_DURING_CAPTURE();
   emu::DrainAllStreams(false);  // cudaFree synchronises: no kernel still uses the block
@@ -297,7 +309,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
 cudaError_t cudaMallocHost(void** ptr, size_t size) { return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
 
 cudaError_t cudaFreeHost(void* ptr) {
-  FB_EMU_ENTER();
+  FB_EMU_ENTER_RELEASE(emu::Free(ptr, emu::MemoryKind::kPinned));
   if (ptr == nullptr) return cudaSuccess;
   FB_EMU_REFUSE_DURING_CAPTURE();
   emu::DrainAllStreams(false);
@@ -360,7 +372,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  FB_EMU_ENTER();
+  FB_EMU_ENTER_RELEASE(std::unique_ptr<CUstream_st>{stream});
   if (stream == nullptr) return emu::Record(cudaErrorInvalidResourceHandle);
   // Owned from cudaStreamCreate on; the worker finishes the stream's work before it goes.
   std::unique_ptr<CUstream_st> owned(stream);
@@ -424,7 +436,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  FB_EMU_ENTER();
+  FB_EMU_ENTER_RELEASE(emu::DrainAllStreams(false); std::unique_ptr<CUevent_st>{event});
   if (event == nullptr) return emu::Record(cudaErrorInvalidResourceHandle);
   emu::DrainAllStreams(false);  // a record still queued must not touch a destroyed event
   std::unique_ptr<CUevent_st> owned(event);
@@ -495,13 +507,13 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  FB_EMU_ENTER();
+  FB_EMU_ENTER_RELEASE(std::unique_ptr<CUgraph_st>{graph});
   std::unique_ptr<CUgraph_st> owned(graph);
   return cudaSuccess;
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  FB_EMU_ENTER();
+  FB_EMU_ENTER_RELEASE(std::unique_ptr<CUgraphExec_st>{exec});
   std::unique_ptr<CUgraphExec_st> owned(exec);
   return cudaSuccess;
 }

@@ -54,7 +54,7 @@ void Run(KernelOp& op) {
     return;
   }
   RunGrid(op.config, *op.thread_body);
-  if (injected.perturb != nullptr) injected.perturb(injected.context);
+  if (injected.perturb != nullptr) injected.perturb(injected.context, op.params.get());
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ namespace fieldbrain::emu {
 struct KernelOp {
   LaunchConfig config;
   std::shared_ptr<const std::function<void()>> thread_body;
+  std::shared_ptr<const void> params;  // the arguments' tuple, for an injected effect
 };
 // A library's work (cuFFT, cuBLAS): a host function standing in for its kernels.
 struct LibraryKernelOp {

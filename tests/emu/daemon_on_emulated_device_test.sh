@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # brain-server --engine=cuda on the emulated device (the cuda-emu build), end to end: the daemon
-# starts on the CUDA engine, serves simulated robots through brain-sim (lockstep ticks: every
+# starts on the CUDA engine once it passed its self-check against the CPU engine, serves simulated robots through brain-sim (lockstep ticks: every
 # frame answered by the CUDA kernels) and the Memory example through the CUDA HRR backend, and
 # stops cleanly on SIGTERM.
 #   daemon_on_emulated_device_test.sh BRAIN_SERVER BRAIN_SIM PROTO_DIR EXAMPLE WORK_DIR PYTHON
@@ -21,6 +21,8 @@ trap 'kill -KILL $pid 2>/dev/null || true' EXIT
 grep -q "engine=cuda" "$work/server.log" || fail "the daemon did not start on the CUDA engine: $(cat "$work/server.log")"
 grep -q "(emulated)" "$work/server.log" || fail "the device is not the emulated card: $(cat "$work/server.log")"
 grep -q "Memory service: backend=cuda" "$work/server.log" || fail "the Memory service is not on the CUDA HRR backend"
+grep -q "CUDA engine self-check passed: " "$work/server.log" || fail "no start-up self-check in the log"
+grep "self-check" "$work/server.log"
 
 # Robots: lockstep ticks with a generous deadline (the emulated device is slow, not late).
 "$sim" --target="127.0.0.1:$port" --robots=3 --ticks=150 --arena=random --seed=5 --deadline_ms=2000 --quiet \

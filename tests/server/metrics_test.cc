@@ -23,6 +23,7 @@ using ::testing::HasSubstr;
 TEST(MetricsTest, ExportsEveryFamilyWithFixedLabelsOnly) {
   Metrics m;
   m.SetBuildInfo("1.2.3", "cpu");
+  m.SetEngineInfo("cpu", "self_check_failed");
   m.SetPoolBytes(4096);
   m.RecordCycle(0.0002);
   m.RecordBatch(3);
@@ -51,6 +52,7 @@ TEST(MetricsTest, ExportsEveryFamilyWithFixedLabelsOnly) {
   EXPECT_THAT(text, HasSubstr("brain_sessions_active 2"));
   EXPECT_THAT(text, HasSubstr("brain_pool_bytes 4096"));
   EXPECT_THAT(text, HasSubstr("brain_build_info{engine=\"cpu\",version=\"1.2.3\"} 1"));
+  EXPECT_THAT(text, HasSubstr("brain_engine_info{engine=\"cpu\",reason=\"self_check_failed\"} 1"));
   EXPECT_THAT(text, HasSubstr("brain_stage_duration_seconds_count{stage=\"evolve\"} 1"));
   EXPECT_THAT(text, HasSubstr("brain_stage_duration_seconds_count{stage=\"imprint\"} 0"));
   EXPECT_THAT(text, HasSubstr("brain_hrr_operations_total{op=\"bind\"} 5"));

@@ -261,6 +261,7 @@ TEST_F(ServerE2eTest, ServesMetricsOverHttp) {
   })) << body;
   EXPECT_THAT(body, HasSubstr("brain_sessions_active 1"));
   EXPECT_THAT(body, HasSubstr("brain_build_info{engine=\"" + EngineUnderTest() + "\""));
+  EXPECT_THAT(body, HasSubstr("brain_engine_info{engine=\"" + EngineUnderTest() + "\",reason=\""));
 }
 
 TEST(ServerFlagsE2eTest, BadFlagsExitNonZeroWithAMessage) {

@@ -27,9 +27,12 @@ void InjectKernelFault(std::string_view kernel, cudaError_t error, int nth = 1);
 // The nth call from now of the runtime function `call` ("cudaMemcpyAsync", ...) returns `error`
 // and does nothing else.
 void InjectCallFault(std::string_view call, cudaError_t error, int nth = 1);
-// After the nth launch from now of `kernel` has run, `perturb` runs on the stream's worker (it
-// may change device memory): how a test makes one kernel's output wrong.
-void InjectKernelEffect(std::string_view kernel, void (*perturb)(void* context), void* context, int nth = 1);
+// After the nth launch from now of `kernel` has run, perturb(context, params) runs on the stream's
+// worker, where `params` points at the launch's std::tuple of the kernel's arguments (device
+// memory is host memory here, so it may change what the kernel wrote): how a test makes one
+// kernel's output wrong.
+using KernelPerturbation = void (*)(void* context, const void* params);
+void InjectKernelEffect(std::string_view kernel, KernelPerturbation perturb, void* context, int nth = 1);
 void ClearFaults();
 
 // What the checkers found (a divergent barrier, a bad shuffle, shared memory over the card's

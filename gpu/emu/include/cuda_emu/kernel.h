@@ -79,7 +79,7 @@ class KernelLaunch {
   void operator()(Args&&... args) const {
     static_assert(sizeof...(Args) == sizeof...(Params), "a kernel launch passes every parameter");
     auto params = std::make_shared<const std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
-    EnqueueKernel(config_, [kernel = kernel_, params] { std::apply(kernel, *params); });
+    EnqueueKernel(config_, [kernel = kernel_, params] { std::apply(kernel, *params); }, params);
   }
 
  private:

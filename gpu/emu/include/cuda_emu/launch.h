@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 
 #include "cuda_runtime_api.h"
 
@@ -19,7 +20,9 @@ struct LaunchConfig {
 
 // Checks the configuration against the card (cudaErrorInvalidConfiguration, cudaErrorInvalidValue
 // as the runtime returns them, also through cudaGetLastError) and enqueues the grid; every thread
-// of it calls `thread_body`.
-cudaError_t EnqueueKernel(const LaunchConfig& config, std::function<void()> thread_body);
+// of it calls `thread_body`. `params` is the launch's copy of the kernel's arguments (a
+// std::tuple of them), which an injected effect (control.h) may read.
+cudaError_t EnqueueKernel(const LaunchConfig& config, std::function<void()> thread_body,
+                          std::shared_ptr<const void> params);
 
 }  // namespace fieldbrain::emu
