@@ -10,10 +10,11 @@ int64_t AlignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-FieldPool::FieldPool(const FieldShape& shape, int capacity, int max_batch)
+FieldPool::FieldPool(const FieldShape& shape, int capacity, int max_batch, int64_t guard_bytes)
     : shape_(shape),
       capacity_(capacity),
       max_batch_(max_batch),
+      guard_(AlignUp(guard_bytes)),
       field_bytes_(AlignUp(shape.floats() * int64_t(sizeof(float)))),
       pattern_bytes_(AlignUp(int64_t(shape.memory()) * shape.coarse_voxels() * int64_t(sizeof(float)))),
       memory_patterns_bytes_(
@@ -23,14 +24,33 @@ FieldPool::FieldPool(const FieldShape& shape, int capacity, int max_batch)
       spare_(max_batch),
       seen_in_batch_(capacity, 0) {
   fields_at_ = 0;
-  patterns_at_ = AlignUp(fields_at_ + int64_t(capacity + max_batch) * field_bytes_);
-  params_at_ = AlignUp(patterns_at_ + int64_t(capacity) * pattern_bytes_);
-  states_at_ = AlignUp(params_at_ + int64_t(capacity) * int64_t(sizeof(RobotParams)));
-  memories_at_ = AlignUp(states_at_ + int64_t(capacity) * int64_t(sizeof(RobotState)));
-  memory_patterns_at_ = AlignUp(memories_at_ + int64_t(capacity) * int64_t(sizeof(MemoryBank)));
-  bytes_ = AlignUp(memory_patterns_at_ + int64_t(capacity) * memory_patterns_bytes_);
+  patterns_at_ = AlignUp(fields_at_ + int64_t(capacity + max_batch) * (field_bytes_ + guard_));
+  params_at_ = AlignUp(patterns_at_ + int64_t(capacity) * pattern_stride());
+  states_at_ = AlignUp(params_at_ + int64_t(capacity) * int64_t(sizeof(RobotParams))) + guard_;
+  memories_at_ = AlignUp(states_at_ + int64_t(capacity) * int64_t(sizeof(RobotState))) + guard_;
+  memory_patterns_at_ = AlignUp(memories_at_ + int64_t(capacity) * int64_t(sizeof(MemoryBank))) + guard_;
+  bytes_ = AlignUp(memory_patterns_at_ + int64_t(capacity) * memory_patterns_stride());
   for (int s = 0; s < capacity; ++s) buffer_of_[s] = s;
   for (int r = 0; r < max_batch; ++r) spare_[r] = capacity + r;
+}
+
+std::vector<std::pair<int64_t, int64_t>> FieldPool::Gaps() const {
+  std::vector<std::pair<int64_t, int64_t>> used;  // (begin, end), in address order
+  for (int b = 0; b < capacity_ + max_batch_; ++b) used.emplace_back(field_offset(b), field_offset(b) + field_bytes_);
+  for (int s = 0; s < capacity_; ++s) used.emplace_back(pattern_offset(s), pattern_offset(s) + pattern_bytes_);
+  used.emplace_back(params_at_, params_at_ + capacity_ * int64_t(sizeof(RobotParams)));
+  used.emplace_back(states_at_, states_at_ + capacity_ * int64_t(sizeof(RobotState)));
+  used.emplace_back(memories_at_, memories_at_ + capacity_ * int64_t(sizeof(MemoryBank)));
+  for (int s = 0; s < capacity_; ++s)
+    used.emplace_back(memory_patterns_offset(s), memory_patterns_offset(s) + memory_patterns_bytes_);
+  std::vector<std::pair<int64_t, int64_t>> gaps;
+  int64_t at = 0;
+  for (const auto& [begin, end] : used) {
+    if (begin > at) gaps.emplace_back(at, begin - at);
+    at = end;
+  }
+  if (bytes_ > at) gaps.emplace_back(at, bytes_ - at);
+  return gaps;
 }
 
 absl::StatusOr<int> FieldPool::Acquire() {

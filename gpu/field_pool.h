@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,7 +24,10 @@ namespace fieldbrain {
 
 class FieldPool {
  public:
-  FieldPool(const FieldShape& shape, int capacity, int max_batch);
+  // guard_bytes > 0 leaves a gap of at least that many bytes after every field buffer, pattern and
+  // memory-pattern region and after each array (the emulation build poisons them: a brain's
+  // overrun then faults instead of writing into its neighbour).
+  FieldPool(const FieldShape& shape, int capacity, int max_batch, int64_t guard_bytes = 0);
 
   const FieldShape& shape() const { return shape_; }
   int capacity() const { return capacity_; }
@@ -32,17 +36,22 @@ class FieldPool {
   int64_t bytes() const { return bytes_; }
 
   // Byte offsets into the block (each 256-byte aligned).
-  int64_t field_offset(int buffer) const { return fields_at_ + buffer * field_bytes_; }
-  int64_t pattern_offset(int slot) const { return patterns_at_ + slot * pattern_bytes_; }
+  int64_t field_offset(int buffer) const { return fields_at_ + buffer * (field_bytes_ + guard_); }
+  int64_t pattern_offset(int slot) const { return patterns_at_ + slot * pattern_stride(); }
   int64_t params_offset(int slot) const { return params_at_ + slot * int64_t(sizeof(RobotParams)); }
   int64_t state_offset(int slot) const { return states_at_ + slot * int64_t(sizeof(RobotState)); }
   int64_t memory_offset(int slot) const { return memories_at_ + slot * int64_t(sizeof(MemoryBank)); }
   // The slot's kMemoryEntries stored patterns, each pattern_floats() values.
-  int64_t memory_patterns_offset(int slot) const { return memory_patterns_at_ + slot * memory_patterns_bytes_; }
+  int64_t memory_patterns_offset(int slot) const { return memory_patterns_at_ + slot * memory_patterns_stride(); }
   int64_t field_bytes() const { return field_bytes_; }
   int64_t pattern_bytes() const { return pattern_bytes_; }
   int64_t pattern_floats() const { return int64_t(shape_.memory()) * shape_.coarse_voxels(); }
   int64_t memory_patterns_bytes() const { return memory_patterns_bytes_; }
+  // Bytes from one slot's pattern (memory patterns) to the next: the region and its guard.
+  int64_t pattern_stride() const { return pattern_bytes_ + guard_; }
+  int64_t memory_patterns_stride() const { return memory_patterns_bytes_ + guard_; }
+  // The parts of the block nothing may touch: guards and alignment padding, as (offset, bytes).
+  std::vector<std::pair<int64_t, int64_t>> Gaps() const;
 
   // Lowest free slot; RESOURCE_EXHAUSTED when none is free.
   absl::StatusOr<int> Acquire();
@@ -62,6 +71,7 @@ class FieldPool {
  private:
   FieldShape shape_;
   int capacity_, max_batch_;
+  int64_t guard_;
   int64_t field_bytes_, pattern_bytes_, memory_patterns_bytes_;
   int64_t fields_at_, patterns_at_, params_at_, states_at_, memories_at_, memory_patterns_at_, bytes_;
   int active_ = 0;

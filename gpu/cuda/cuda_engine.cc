@@ -25,12 +25,22 @@
 #include "gpu/field_pool.h"
 #include "gpu/memory_budget.h"
 #include "gpu/robot_params.h"
+#if defined(FIELDBRAIN_CUDA_EMU)
+#include "cuda_emu/control.h"
+#endif
 
 namespace fieldbrain::cuda {
 namespace {
 
 constexpr int kDevice = 0;
 constexpr int kMaxGridZ = 65535;  // batch rows are the evolve grid's z dimension
+// The emulation build leaves red zones between the brains in the pool and poisons them, so a
+// kernel that overruns one brain faults under AddressSanitizer instead of writing into the next.
+#if defined(FIELDBRAIN_CUDA_EMU)
+constexpr int64_t kPoolGuardBytes = 256;
+#else
+constexpr int64_t kPoolGuardBytes = 0;
+#endif
 
 #ifndef FIELDBRAIN_CUDA_ARCHITECTURES
 #define FIELDBRAIN_CUDA_ARCHITECTURES "unknown"
@@ -58,7 +68,7 @@ class CudaEngine final : public Engine {
              std::string description)
       : config_(config),
         options_(options),
-        pool_(config.shape, config.max_robots, config.max_batch),
+        pool_(config.shape, config.max_robots, config.max_batch, kPoolGuardBytes),
         tile_(tile),
         layout_(config.max_batch, tile.blocks_per_robot, kPartialFloats),
         device_name_(std::move(name)),
@@ -168,6 +178,9 @@ absl::Status CudaEngine::Init() {
   if (cudaError_t e = AllocateDevice(counters_, size_t(pool_.bytes()), pool_mem_); e != cudaSuccess)
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the brain pool of ", pool_.bytes(),
                                                      " bytes on ", device_name_, ": ", cudaGetErrorString(e)));
+#if defined(FIELDBRAIN_CUDA_EMU)
+  for (const auto& [offset, bytes] : pool_.Gaps()) emu::MarkNoAccess(pool_mem_.data() + offset, size_t(bytes));
+#endif
   FB_CUDA_CHECK(AllocateDevice(counters_, size_t(layout_.workspace_bytes), workspace_));
   // One pinned block: the batch staging, then the snapshot staging of checkpoints.
   FB_CUDA_CHECK(AllocatePinned(counters_, size_t(SnapshotLayout().end), pinned_));
@@ -190,10 +203,10 @@ absl::Status CudaEngine::Init() {
   args_.params = Params(0);
   args_.states = State(0);
   args_.patterns = Pattern(0);
-  args_.pattern_stride = pool_.pattern_bytes() / int64_t(sizeof(float));
+  args_.pattern_stride = pool_.pattern_stride() / int64_t(sizeof(float));
   args_.banks = Memory(0);
   args_.memory_patterns = MemoryPatterns(0);
-  args_.memory_patterns_stride = pool_.memory_patterns_bytes() / int64_t(sizeof(float));
+  args_.memory_patterns_stride = pool_.memory_patterns_stride() / int64_t(sizeof(float));
   args_.errors = workspace_.at<float>(layout_.ws_errors_at);
   args_.explore = workspace_.at<float>(layout_.ws_explore_at);
   args_.partials = workspace_.at<float>(layout_.ws_partials_at);

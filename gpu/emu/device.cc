@@ -279,6 +279,8 @@ void ClearFaults() {
   S().call_faults.clear();
 }
 
+void MarkNoAccess(void* p, size_t bytes) { sanitizer::PoisonRange(p, bytes); }
+
 std::vector<std::string> Reports() {
   std::lock_guard<std::mutex> lock(S().mu);
   return S().reports;

@@ -19,7 +19,6 @@ extern "C" {
 void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old, size_t* size_old);
 void __asan_poison_memory_region(const volatile void* addr, size_t size);
-void __asan_unpoison_memory_region(const volatile void* addr, size_t size);
 #endif
 #if FIELDBRAIN_EMU_TSAN
 void* __tsan_get_current_fiber();
@@ -71,14 +70,6 @@ class IgnoreAccesses {
 inline void PoisonRange(const void* p, size_t bytes) {
 #if FIELDBRAIN_EMU_ASAN
   __asan_poison_memory_region(p, bytes);
-#else
-  static_cast<void>(p);
-  static_cast<void>(bytes);
-#endif
-}
-inline void UnpoisonRange(const void* p, size_t bytes) {
-#if FIELDBRAIN_EMU_ASAN
-  __asan_unpoison_memory_region(p, bytes);
 #else
   static_cast<void>(p);
   static_cast<void>(bytes);

@@ -22,6 +22,41 @@ TEST(FieldPool, LayoutIsAlignedAndDisjoint) {
   EXPECT_GE(pool.bytes(), pool.state_offset(2) + int64_t(sizeof(RobotState)));
 }
 
+// Guards: every field buffer, pattern and memory-pattern region is followed by at least the
+// guard, the gaps cover exactly what no brain uses, and a pool without guards is laid out as before.
+TEST(FieldPool, GuardsSeparateEveryBrainsRegionsAndGapsCoverTheRest) {
+  const FieldPool plain(FieldShape::Small(), 3, 2);
+  const FieldPool guarded(FieldShape::Small(), 3, 2, 200);
+  EXPECT_EQ(plain.field_offset(1), plain.field_bytes());
+  EXPECT_EQ(plain.pattern_stride(), plain.pattern_bytes());
+  EXPECT_EQ(guarded.field_offset(1) - guarded.field_offset(0), guarded.field_bytes() + 256);
+  EXPECT_EQ(guarded.pattern_stride(), guarded.pattern_bytes() + 256);
+  EXPECT_EQ(guarded.memory_patterns_stride(), guarded.memory_patterns_bytes() + 256);
+  const auto gaps = guarded.Gaps();
+  int64_t gap_bytes = 0;
+  auto in_gap = [&](int64_t offset) {
+    for (const auto& [begin, bytes] : gaps)
+      if (offset >= begin && offset < begin + bytes) return true;
+    return false;
+  };
+  for (const auto& [begin, bytes] : gaps) {
+    EXPECT_GT(bytes, 0);
+    gap_bytes += bytes;
+  }
+  for (int b = 0; b < 5; ++b) {
+    EXPECT_FALSE(in_gap(guarded.field_offset(b)));
+    EXPECT_FALSE(in_gap(guarded.field_offset(b) + guarded.field_bytes() - 1));
+    EXPECT_TRUE(in_gap(guarded.field_offset(b) + guarded.field_bytes())) << "the byte after field buffer " << b;
+  }
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_TRUE(in_gap(guarded.pattern_offset(s) + guarded.pattern_bytes()));
+    EXPECT_TRUE(in_gap(guarded.memory_patterns_offset(s) + guarded.memory_patterns_bytes()));
+  }
+  EXPECT_TRUE(in_gap(guarded.state_offset(0) - 1)) << "the params array is followed by a guard";
+  EXPECT_FALSE(in_gap(guarded.memory_offset(2)));
+  EXPECT_GE(gap_bytes, 256 * (5 + 3 + 3 + 3));
+}
+
 TEST(FieldPool, SlotsAreAcquiredUntilFullAndReleasedOnce) {
   FieldPool pool(FieldShape::Small(), 2, 2);
   EXPECT_EQ(*pool.Acquire(), 0);

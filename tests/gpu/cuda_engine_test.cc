@@ -29,7 +29,10 @@
 #include "gpu/cuda/cuda_engine.h"
 #endif
 #if defined(FIELDBRAIN_CUDA_EMU)
+#include <tuple>
+
 #include "cuda_emu/control.h"
+#include "gpu/cuda/launch.h"
 #endif
 
 namespace fieldbrain::testing {
@@ -541,6 +544,30 @@ TEST(CudaEngine, AStickyDeviceFaultLatchesTheEngineAndNoSnapshotIsTakenFromIt) {
   EXPECT_EQ(e.CreateBrain(kMixedSpecs[2]).status().code(), absl::StatusCode::kFailedPrecondition);
   emu::ResetDevice();
 }
+
+// The brains in the engine's one pool allocation are separated by poisoned red zones: a kernel
+// writing one float past a brain's new field is stopped by AddressSanitizer (made here by an
+// effect after the evolve kernel, which writes where an off-by-one in it would).
+#if defined(__SANITIZE_ADDRESS__)
+void WriteOnePastTheNewField(void*, const void* params) {
+  const cuda::CycleArgs& a = std::get<0>(*static_cast<const std::tuple<cuda::CycleArgs>*>(params));
+  float* field = reinterpret_cast<float*>(a.pool + a.field_out[0]);
+  field[a.shape.floats()] = 1.0f;
+}
+
+TEST(CudaEngine, AWriteBetweenBrainsInThePoolIsCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // stream workers are running
+  EXPECT_DEATH(
+      {
+        ParityRun run(MustMake("cuda", Config(FieldShape::Tiny(), 2, 2)));
+        static_cast<void>(run.Add(kMixedSpecs[0]));
+        static_cast<void>(run.Add(kMixedSpecs[1]));
+        emu::InjectKernelEffect("EvolveKernel", &WriteOnePastTheNewField, nullptr);
+        static_cast<void>(run.Run(1));
+      },
+      "use-after-poison");
+}
+#endif
 
 // The evolve kernel's tile is planned from the card's shared memory (PlanEvolveTile): on every
 // card the emulator plays, each field shape's plan launches within that card's limits and the

@@ -2,6 +2,7 @@
 // card it plays, injected faults, and what its checkers found. Not part of CUDA.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,11 @@ void InjectCallFault(std::string_view call, cudaError_t error, int nth = 1);
 using KernelPerturbation = void (*)(void* context, const void* params);
 void InjectKernelEffect(std::string_view kernel, KernelPerturbation perturb, void* context, int nth = 1);
 void ClearFaults();
+
+// AddressSanitizer reports any access to [p, p + bytes) of device memory from now until it is
+// freed: red zones inside one allocation (between the brains of the engine's pool). Nothing
+// without AddressSanitizer.
+void MarkNoAccess(void* p, size_t bytes);
 
 // What the checkers found (a divergent barrier, a bad shuffle, shared memory over the card's
 // limit, a deadlocked block), one line each, in order; each also went to stderr and failed its
