@@ -25,9 +25,8 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-// Launch bounds steer nvcc's register allocation; the emulator has no registers to limit, and
-// a launch over the bound is refused by the block-size checks below only when it also passes
-// the card's own limits (gpu/cuda/README.md, "what the emulation does not check").
+// Launch bounds steer nvcc's register allocation; the emulator has no registers and does not see
+// them (gpu/cuda/README.md lists what the emulation does not check).
 #define __launch_bounds__(...)
 
 namespace fieldbrain::emu {
