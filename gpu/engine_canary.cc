@@ -99,6 +99,10 @@ absl::StatusOr<CanaryReport> RunCanary(Engine& engine) {
     if (!a.ok()) return a.status();
     absl::StatusOr<BrainSnapshot> b = (*reference)->Snapshot(cpu.slot(r));
     if (!b.ok()) return b.status();
+    if (a->field.size() != b->field.size()) {  // a field of another size is as wrong as it gets
+      report.max_field_diff = INFINITY;
+      continue;
+    }
     report.max_field_diff =
         std::max(report.max_field_diff, MaxAbs(a->field.data(), b->field.data(), int(a->field.size())));
   }

@@ -27,9 +27,10 @@ inline constexpr int kCanaryCycles = 3;
 inline constexpr double kCanaryOutputTol = 1e-4;
 inline constexpr double kCanaryFieldTol = 1e-4;
 
-// Runs the canary on `engine` (its brains are made, cycled and released again, so the engine is
-// as it was) and on a CPU engine of the same shape. An error of `engine` (a device error) is
-// returned as it is.
+// Runs the canary on `engine` and on a CPU engine of the same shape. Its brains are made, cycled
+// and released again: the engine serves the same slots afterwards, only its counters of batches
+// and copies include the canary's three, and which buffer holds which slot's field has moved.
+// An error of `engine` (a device error) is returned as it is.
 absl::StatusOr<CanaryReport> RunCanary(Engine& engine);
 bool CanaryPassed(const CanaryReport& report);
 std::string DescribeCanary(const CanaryReport& report);

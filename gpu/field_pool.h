@@ -50,7 +50,8 @@ class FieldPool {
   // Bytes from one slot's pattern (memory patterns) to the next: the region and its guard.
   int64_t pattern_stride() const { return pattern_bytes_ + guard_; }
   int64_t memory_patterns_stride() const { return memory_patterns_bytes_ + guard_; }
-  // The parts of the block nothing may touch: guards and alignment padding, as (offset, bytes).
+  // The parts of the block nothing may touch, as (offset, bytes): the guards and the padding
+  // between arrays (not the padding at the end of each 256-byte-aligned region).
   std::vector<std::pair<int64_t, int64_t>> Gaps() const;
 
   // Lowest free slot; RESOURCE_EXHAUSTED when none is free.

@@ -157,18 +157,22 @@ void FillPoison(void* p, size_t bytes) {
 void* Allocate(size_t bytes, MemoryKind kind) {
   State& s = S();
   const size_t limit = DeviceMemoryBytes();
+  const size_t reserved = kind == MemoryKind::kDevice ? bytes : 0;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (kind == MemoryKind::kDevice && s.device_in_use + bytes > limit) return nullptr;
+    if (s.device_in_use + reserved > limit) return nullptr;
+    s.device_in_use += reserved;  // reserved before the allocation, so two threads cannot both pass
   }
   // 256 bytes: cudaMalloc's documented alignment. At least one byte, so each allocation has an
   // address of its own.
   void* p = ::operator new(std::max<size_t>(bytes, 1), std::align_val_t(256), std::nothrow);
-  if (p == nullptr) return nullptr;
-  FillPoison(p, bytes);
   std::lock_guard<std::mutex> lock(s.mu);
+  if (p == nullptr) {
+    s.device_in_use -= reserved;
+    return nullptr;
+  }
+  FillPoison(p, bytes);
   s.allocations[static_cast<std::byte*>(p)] = Allocation{static_cast<std::byte*>(p), bytes, kind};
-  if (kind == MemoryKind::kDevice) s.device_in_use += bytes;
   return p;
 }
 
@@ -207,6 +211,14 @@ size_t MaxDynamicShared(const void* kernel) {
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.max_dynamic_shared.find(kernel);
   return it != s.max_dynamic_shared.end() ? it->second : s.card->shared_per_block;
+}
+
+std::optional<size_t> DynamicSharedAttribute(const void* kernel) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.max_dynamic_shared.find(kernel);
+  if (it == s.max_dynamic_shared.end()) return std::nullopt;
+  return it->second;
 }
 
 void SetMaxDynamicShared(const void* kernel, size_t bytes) {

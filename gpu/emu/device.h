@@ -72,6 +72,8 @@ void FillPoison(void* p, size_t bytes);
 
 // Kernel attributes (cudaFuncSetAttribute), by the kernel's address.
 size_t MaxDynamicShared(const void* kernel);
+// The attribute when cudaFuncSetAttribute set one for the kernel.
+std::optional<size_t> DynamicSharedAttribute(const void* kernel);
 void SetMaxDynamicShared(const void* kernel, size_t bytes);
 
 // Injected kernel faults and effects. A non-sticky fault is taken by the launch call (a graph

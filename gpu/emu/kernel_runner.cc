@@ -75,12 +75,14 @@ struct Block {
   size_t static_shared = 0;
   SharedBytes dynamic_shared{};
   std::optional<std::string> failure{};
-  // ThreadSanitizer's sync objects (their addresses only): the launch's start and end, the
-  // barrier, and one per warp for shuffles.
+  // ThreadSanitizer's sync objects (their addresses only): the launch's start and end, and per
+  // block the barrier (element 0) and one per warp for shuffles (1 + warp). The block's are heap
+  // memory of its own: freed with the block, they order nothing in the next one.
   char* launch_start;
   char* launch_end;
-  char barrier_sync = 0;
-  std::vector<char> warp_sync{};
+  std::vector<char> sync{};
+  char* barrier_sync() { return &sync[0]; }
+  char* warp_sync(int warp) { return &sync[size_t(1 + warp)]; }
 };
 
 thread_local Block* current_block = nullptr;
@@ -203,7 +205,7 @@ void SyncThreads(const char* file, int line) {
   if (b.exited > 0)
     FailFromFiber(absl::StrCat(Where(b, t), " waits at __syncthreads ", file, ":", line, " after ", b.exited,
                                " thread(s) of its block exited (a barrier every thread must reach)"));
-  sanitizer::Release(&b.barrier_sync);
+  sanitizer::Release(b.barrier_sync());
   t.wait = Wait::kBarrier;
   t.file = file;
   t.line = line;
@@ -211,7 +213,7 @@ void SyncThreads(const char* file, int line) {
   Fiber::Yield();
   Resumed(b);
   emulator_work.reset();
-  sanitizer::Acquire(&b.barrier_sync);
+  sanitizer::Acquire(b.barrier_sync());
 }
 
 uint64_t WarpShuffle(unsigned mask, uint64_t bits, ShuffleKind kind, int lane_arg, int width, const char* file,
@@ -237,7 +239,7 @@ uint64_t WarpShuffle(unsigned mask, uint64_t bits, ShuffleKind kind, int lane_ar
       FailFromFiber(absl::StrFormat("%s: shuffle mask 0x%08x at %s:%d names lane %d, which has exited",
                                     Where(b, t), mask, file, line, l));
   }
-  sanitizer::Release(&b.warp_sync[size_t(warp_base / kWarp)]);
+  sanitizer::Release(b.warp_sync(warp_base / kWarp));
   t.shuffle = Shuffle{mask, bits, kind, lane_arg, width, file, line};
   t.wait = Wait::kShuffle;
   t.file = file;
@@ -283,7 +285,7 @@ uint64_t WarpShuffle(unsigned mask, uint64_t bits, ShuffleKind kind, int lane_ar
   Resumed(b);
   const uint64_t result = t.result;
   emulator_work.reset();
-  sanitizer::Acquire(&b.warp_sync[size_t(warp_base / kWarp)]);
+  sanitizer::Acquire(b.warp_sync(warp_base / kWarp));
   return result;
 }
 
@@ -297,10 +299,16 @@ void* SharedVariable(const void* site, size_t bytes, size_t align, const char* n
   if (b.static_shared > card.shared_per_block)
     FailFromFiber(absl::StrCat("kernel ", b.config->name, ": static __shared__ memory reaches ", b.static_shared,
                                " bytes with '", name, "', over the ", card.shared_per_block, " bytes of ", card.name));
-  if (b.static_shared + b.config->dynamic_shared_bytes > card.shared_per_block_optin)
+  // Without the attribute a block has 48 KiB for static and dynamic shared memory together; with
+  // it, the attribute is its dynamic share, and static + attribute must fit the card's opt-in.
+  const std::optional<size_t> attribute = DynamicSharedAttribute(b.config->kernel);
+  const size_t allowed = attribute ? b.static_shared + *attribute : card.shared_per_block;
+  if (b.static_shared + b.config->dynamic_shared_bytes > allowed || allowed > card.shared_per_block_optin)
     FailFromFiber(absl::StrCat("kernel ", b.config->name, ": ", b.static_shared, " bytes of static and ",
                                b.config->dynamic_shared_bytes, " of dynamic shared memory exceed the ",
-                               card.shared_per_block_optin, " bytes a block may have on ", card.name));
+                               std::min(allowed, card.shared_per_block_optin), " bytes a block may have on ",
+                               card.name, attribute ? " with its MaxDynamicSharedMemorySize attribute" : "",
+                               " (the launch would fail on the card)"));
   b.shared.push_back(SharedVar{site, bytes, NewShared(bytes)});
   return b.shared.back().mem.get();
 }
@@ -320,7 +328,7 @@ void RunGrid(const LaunchConfig& config, const std::function<void()>& thread_bod
       for (unsigned bx = 0; bx < g.x; ++bx) {
         Block b{.config = &config, .body = &thread_body, .launch_start = &launch_start, .launch_end = &launch_end};
         b.threads.resize(size_t(threads));
-        b.warp_sync.resize(size_t((threads + kWarp - 1) / kWarp));
+        b.sync.resize(size_t(1 + (threads + kWarp - 1) / kWarp));
         for (int i = 0; i < threads; ++i) {
           EmuThread& t = b.threads[size_t(i)];
           t.linear = i;

@@ -95,6 +95,8 @@ cudaError_t SyncStream(CUstream_st* s) {
 cudaError_t EnqueueOrdered(cudaStream_t stream, emu::Op op) {
   CUstream_st* s = emu::StreamOf(stream);
   if (stream == nullptr) {
+    // The legacy stream waits for every blocking stream: it cannot wait for one being captured.
+    if (emu::InvalidateCapturingBlockingStreams()) return emu::Record(cudaErrorStreamCaptureImplicit);
     emu::DrainAllStreams(true);
   } else if (s->blocking) {
     emu::StreamOf(nullptr)->Drain();
@@ -386,7 +388,15 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   FB_EMU_ENTER();
-  return emu::StreamOf(stream)->Idle() ? cudaSuccess : cudaErrorNotReady;
+  CUstream_st* s = emu::StreamOf(stream);
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->capturing) {
+      s->capture_invalidated = true;
+      return emu::Record(cudaErrorStreamCaptureUnsupported);
+    }
+  }
+  return s->Idle() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
@@ -482,7 +492,12 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   FB_EMU_ENTER();
   if (ms == nullptr) return emu::Record(cudaErrorInvalidValue);
   if (start == nullptr || end == nullptr) return emu::Record(cudaErrorInvalidResourceHandle);
-  std::scoped_lock lock(start->mu, end->mu);
+  std::unique_lock<std::mutex> start_lock(start->mu, std::defer_lock), end_lock(end->mu, std::defer_lock);
+  if (start == end) {
+    start_lock.lock();  // one event with itself: 0 ms, once recorded
+  } else {
+    std::lock(start_lock, end_lock);
+  }
   if (start->completed == 0 || end->completed == 0) return emu::Record(cudaErrorInvalidResourceHandle);
   if (start->completed < start->enqueued || end->completed < end->enqueued) return emu::Record(cudaErrorNotReady);
   *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();

@@ -105,15 +105,29 @@ void InvalidateCapturesForbiddingUnsafeCalls() {
 }
 
 void DrainAllStreams(bool blocking_only) {
-  std::vector<CUstream_st*> all;
   {
+    // Held while draining: a stream being destroyed meanwhile waits in its destructor, so none
+    // is drained after it is gone. Workers never take this lock.
     Registry& r = Streams();
     std::lock_guard<std::mutex> lock(r.mu);
-    all.assign(r.streams.begin(), r.streams.end());
+    for (CUstream_st* s : r.streams)
+      if (!blocking_only || s->blocking) s->Drain();
   }
-  for (CUstream_st* s : all)
-    if (!blocking_only || s->blocking) s->Drain();
   if (!blocking_only) StreamOf(nullptr)->Drain();
+}
+
+bool InvalidateCapturingBlockingStreams() {
+  Registry& r = Streams();
+  std::lock_guard<std::mutex> lock(r.mu);
+  bool any = false;
+  for (CUstream_st* s : r.streams) {
+    std::lock_guard<std::mutex> slock(s->mu);
+    if (s->blocking && s->capturing) {
+      s->capture_invalidated = true;
+      any = true;
+    }
+  }
+  return any;
 }
 
 }  // namespace fieldbrain::emu

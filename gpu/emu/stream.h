@@ -117,5 +117,8 @@ void InvalidateCapturesForbiddingUnsafeCalls();
 // Drains every stream (cudaDeviceSynchronize, and the legacy default stream's implicit
 // synchronisation with blocking streams).
 void DrainAllStreams(bool blocking_only);
+// Invalidates the captures of blocking streams; true when there was one (the legacy stream may
+// not then be used: cudaErrorStreamCaptureImplicit).
+bool InvalidateCapturingBlockingStreams();
 
 }  // namespace fieldbrain::emu

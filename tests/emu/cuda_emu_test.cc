@@ -160,6 +160,18 @@ TEST_F(EmuTest, LaunchesOverTheCardsLimitsAreRefusedAsTheRuntimeRefusesThem) {
   EXPECT_TRUE(Reports().empty());
 }
 
+// Static and dynamic shared memory share the block's 48 KiB unless the kernel's attribute was
+// raised: 16 KiB static + 32 KiB dynamic fits, + 40 KiB does not (the launch a card refuses).
+TEST_F(EmuTest, StaticAndDynamicSharedMemoryShareTheBlocksLimit) {
+  float* out = DeviceFloats(1);
+  ASSERT_EQ(LaunchStaticAndDynamic(out, 32 * 1024, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+  EXPECT_EQ(Read(out, 1)[0], 3.0f);
+  ASSERT_EQ(LaunchStaticAndDynamic(out, 40 * 1024, nullptr), cudaSuccess);  // refused as it runs
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaErrorLaunchFailure);
+  EXPECT_TRUE(Mentions(Reports(), "StaticAndDynamicKernel")) << ::testing::PrintToString(Reports());
+}
+
 TEST_F(EmuTest, FreshDeviceMemoryIsSignallingNans) {
   float* in = DeviceFloats(4);
   float* out = DeviceFloats(1);

@@ -76,7 +76,21 @@ __global__ void SizedKernel(float* out, int words) {
   if (threadIdx.x == 0) out[0] = words > 0 ? dyn[words - 1] : 0.0f;
 }
 
+__global__ void StaticAndDynamicKernel(float* out, int words) {
+  FB_SHARED(float, fixed, [4096]);
+  FB_DYNAMIC_SHARED(float, dyn);
+  for (int i = threadIdx.x; i < 4096; i += blockDim.x) fixed[i] = 1.0f;
+  for (int i = threadIdx.x; i < words; i += blockDim.x) dyn[i] = 2.0f;
+  __syncthreads();
+  if (threadIdx.x == 0) out[0] = fixed[4095] + (words > 0 ? dyn[words - 1] : 0.0f);
+}
+
 }  // namespace
+
+cudaError_t LaunchStaticAndDynamic(float* out, size_t dynamic_bytes, cudaStream_t stream) {
+  FB_LAUNCH(StaticAndDynamicKernel, 1, 128, dynamic_bytes, stream)(out, int(dynamic_bytes / sizeof(float)));
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchBlockSum(const float* in, float* out, int blocks, cudaStream_t stream) {
   FB_LAUNCH(BlockSumKernel, unsigned(blocks), kBlock, 0, stream)(in, out);

@@ -29,6 +29,8 @@ cudaError_t LaunchGlobalOverrun(float* out, int n, cudaStream_t stream);
 cudaError_t LaunchCopyFirst(const float* in, float* out, cudaStream_t stream);
 // `threads` threads and `dynamic_bytes` of dynamic shared memory, each thread writing it.
 cudaError_t LaunchSized(float* out, int threads, size_t dynamic_bytes, cudaStream_t stream);
+// 16 KiB of static __shared__ memory and `dynamic_bytes` of dynamic, each thread writing both.
+cudaError_t LaunchStaticAndDynamic(float* out, size_t dynamic_bytes, cudaStream_t stream);
 // cudaFuncSetAttribute(MaxDynamicSharedMemorySize) for LaunchSized's kernel.
 cudaError_t RaiseSizedSharedLimit(int bytes);
 
