@@ -8,10 +8,8 @@ set -euo pipefail
 server=$1 sim=$2 proto_dir=$3 example=$4 work=$5 python=$6
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-rm -rf "$work"
-mkdir -p "$work/gen"
-"$python" -m grpc_tools.protoc -I "$proto_dir" --python_out="$work/gen" --grpc_python_out="$work/gen" \
-  "$proto_dir/brain/v1/memory.proto"
+source "$(dirname "$0")/../memory_example.sh"
+memory_example_stubs "$python" "$proto_dir" "$work" || fail "no Python gRPC stubs"
 
 source "$(dirname "$0")/../start_brain_server.sh"
 start_brain_server "$server" "$work/server.log" --engine=cuda --field=tiny --max_robots=4 --threads=1 \
@@ -33,9 +31,7 @@ grep -q "safe stops       0 " "$work/sim.txt" || fail "safe stops on the emulate
 grep -q "cycles           450 " "$work/sim.txt" || fail "not every tick was answered"
 
 # The Memory service on the CUDA HRR backend.
-PYTHONPATH="$work/gen" "$python" "$example" --target="127.0.0.1:$port" | tee "$work/example.out"
-grep -qx "cleanup: color -> red, shape -> round, size -> big" "$work/example.out" || fail "Memory example"
-grep -q "^similarity(unbind(record, color), red) = 0\.[3-9]" "$work/example.out" || fail "Memory example similarity"
+memory_example_run "$python" "$example" "$work" "$port" || fail "the Memory example"
 
 kill -TERM "$pid"
 wait "$pid" || fail "brain-server did not exit 0 on SIGTERM: $(tail -5 "$work/server.log")"
