@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/cycle_stream.h"
+#include "server/device_fault_hook.h"
 #include "server/log.h"
 #include "server/server_credentials.h"
 
@@ -20,6 +21,12 @@ namespace {
 constexpr char kBrainServiceName[] = "brain.v1.Brain";
 constexpr char kMemoryServiceName[] = "brain.v1.Memory";
 
+// The Memory service's backend where no engine runs (--serve=memory): what --engine would pick.
+std::string MemoryBackendFor(const std::string& engine) {
+  if (engine == "auto") return CudaEngineAvailable() ? "cuda" : "cpu";
+  return engine;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConfig& config,
@@ -27,83 +34,25 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   auto server = absl::WrapUnique(new BrainServer(config));
   server->metrics_ = std::make_unique<telemetry::Metrics>();
-
-  if (!config.checkpoint_dir.empty()) {
-    if (absl::Status s = CheckCheckpointDir(config.checkpoint_dir); !s.ok()) return s;
-    server->checkpointer_ =
-        std::make_unique<Checkpointer>(config.checkpoint_dir, config.max_robots, server->metrics_.get());
-  }
-
-  SchedulerOptions options;
-  options.engine_kind = config.engine;
-  options.snapshot_sink = server->checkpointer_.get();
-  options.snapshot_every_cycles = uint64_t(config.checkpoint_every_cycles);
-  options.engine = MakeEngineConfig(config);
-  options.batch_window = std::chrono::microseconds(config.batch_window_us);
-  // Runs on the engine thread, only once streams exist (a batch or a create failed), by which
-  // time server_ and service_ are set.
-  options.on_engine_failure = [srv = server.get()](const absl::Status& failure) { srv->OnEngineFailure(failure); };
-  absl::StatusOr<std::unique_ptr<BatchScheduler>> scheduler =
-      BatchScheduler::Start(std::move(options), server->metrics_.get());
-  if (!scheduler.ok()) {
-    return absl::Status(scheduler.status().code(),
-                        absl::StrCat("engine \"", config.engine, "\": ", scheduler.status().message(),
-                                     absl::IsResourceExhausted(scheduler.status())
-                                         ? "; lower --max_robots or --max_batch, or use --field=small"
-                                         : ""));
-  }
-  server->scheduler_ = *std::move(scheduler);
-  const EngineFacts& facts = server->scheduler_->facts();
-  if (server->checkpointer_ != nullptr) server->checkpointer_->set_shape(facts.shape);
-  server->metrics_->SetBuildInfo(version, facts.kind);
-  server->metrics_->SetEngineInfo(facts.kind, EngineReasonName(facts.reason));
-  switch (facts.reason) {
-    case EngineReason::kSelfCheckPassed:
-      LogInfo("CUDA engine self-check passed: ", facts.self_check);
-      break;
-    case EngineReason::kSelfCheckFailed:
-      LogWarning(facts.self_check, "; serving on the CPU engine instead (--engine=cuda would refuse to start)");
-      break;
-    case EngineReason::kCpuRequested:
-    case EngineReason::kNoCudaDevice:
-      break;
-  }
-  server->metrics_->SetPoolBytes(facts.pool_bytes);
-
-  BatchScheduler* sched = server->scheduler_.get();
-  server->sessions_ = std::make_unique<SessionTable>(
-      facts.max_robots, absl::Seconds(config.idle_keep_s),
-      [sched](int slot) { sched->ReleaseBrain(slot); }, server->metrics_.get());
-
   if (!config.tokens_file.empty()) {
-    if (absl::Status s = server->access_.Load(config.tokens_file); !s.ok()) {
-      server->scheduler_->Stop();
-      return s;
-    }
+    if (absl::Status s = server->access_.Load(config.tokens_file); !s.ok()) return s;
+  }
+  if (ServesBrain(config)) {
+    if (absl::Status s = server->StartBrain(version); !s.ok()) return s;
   }
 
-  ServiceDeps deps;
-  deps.sessions = server->sessions_.get();
-  deps.scheduler = sched;
-  deps.metrics = server->metrics_.get();
-  deps.limits = MakeLimits(config);
-  deps.max_frame_hz = config.max_frame_hz;
-  deps.frame_burst = config.frame_burst;
-  deps.access = &server->access_;
-  deps.checkpointer = server->checkpointer_.get();
-  deps.version = std::move(version);
-  server->service_ = std::make_unique<BrainService>(std::move(deps));
-
-  if (config.memory_arena_bytes > 0) {
+  if (ServesMemory(config)) {
     memory::MemoryOptions memory_options;
     memory_options.arena_bytes = config.memory_arena_bytes;
     memory_options.max_request_vectors = config.memory_max_request_vectors;
-    memory_options.engine_kind = facts.kind;
+    memory_options.engine_kind = ServesBrain(config) ? server->facts().kind : MemoryBackendFor(config.engine);
     memory_options.access = &server->access_;
+    // Runs on the Memory thread, only once requests run, by which time server_ is set.
+    memory_options.on_device_lost = [srv = server.get()](const absl::Status& lost) { srv->OnDeviceLost(lost); };
     absl::StatusOr<std::unique_ptr<memory::MemoryService>> memory =
-        memory::MemoryService::Start(*sched, memory_options, server->metrics_.get());
+        memory::MemoryService::Start(memory_options, server->metrics_.get());
     if (!memory.ok()) {
-      server->scheduler_->Stop();
+      server->StopEarly();
       return absl::Status(memory.status().code(), absl::StrCat("Memory service: ", memory.status().message()));
     }
     server->memory_ = *std::move(memory);
@@ -112,15 +61,15 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(TlsFiles{config.tls_cert, config.tls_key, config.tls_client_ca});
   if (!credentials.ok()) {
-    if (server->memory_ != nullptr) server->memory_->ReleaseStore();
-    server->scheduler_->Stop();
+    server->StopEarly();
     return credentials.status();
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen, *credentials, &server->port_);
-  builder.RegisterService(server->service_.get());
+  // A service this process does not run is answered UNIMPLEMENTED by gRPC itself.
+  if (server->service_ != nullptr) builder.RegisterService(server->service_.get());
   if (server->memory_ != nullptr) builder.RegisterService(server->memory_.get());
   // Larger requests end their stream with RESOURCE_EXHAUSTED inside gRPC.
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
@@ -133,15 +82,11 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);  // 0: never GOAWAY for pings
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    if (server->memory_ != nullptr) server->memory_->ReleaseStore();
-    server->scheduler_->Stop();
+    server->StopEarly();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
-  if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
-    health->SetServingStatus(true);
-    health->SetServingStatus(kBrainServiceName, true);
-    if (server->memory_ != nullptr) health->SetServingStatus(kMemoryServiceName, true);
-  }
+  // Per service: only those this process runs are known to the health service.
+  server->SetHealth(true);
 
   if (!config.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<telemetry::MetricsExposer>> exposer =
@@ -152,15 +97,121 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
     }
     server->exposer_ = *std::move(exposer);
   }
-  server->reaper_ = std::thread(&BrainServer::ReapIdle, server.get());
+  if (server->service_ != nullptr) server->reaper_ = std::thread(&BrainServer::ReapIdle, server.get());
+  if (!config.test_inject_device_fault.empty()) {
+    absl::StatusOr<DeviceFaultHook> hook = ParseDeviceFaultHook(config.test_inject_device_fault);
+    absl::Status armed = hook.ok() ? ArmDeviceFault(*hook) : hook.status();
+    if (!armed.ok()) {
+      server->Shutdown();
+      return armed;
+    }
+    LogWarning("test hook: the device fault ", config.test_inject_device_fault, " is armed");
+  }
   return server;
+}
+
+absl::Status BrainServer::StartBrain(const std::string& version) {
+  const ServerConfig& config = config_;
+  if (!config.checkpoint_dir.empty()) {
+    if (absl::Status s = CheckCheckpointDir(config.checkpoint_dir); !s.ok()) return s;
+    checkpointer_ = std::make_unique<Checkpointer>(config.checkpoint_dir, config.max_robots, metrics_.get());
+  }
+
+  SchedulerOptions options;
+  options.engine_kind = config.engine;
+  options.snapshot_sink = checkpointer_.get();
+  options.snapshot_every_cycles = uint64_t(config.checkpoint_every_cycles);
+  options.engine = MakeEngineConfig(config);
+  options.batch_window = std::chrono::microseconds(config.batch_window_us);
+  // Runs on the engine thread, only once streams exist (a batch or a create failed), by which
+  // time server_ and service_ are set.
+  options.on_engine_failure = [this](const absl::Status& failure) { OnEngineFailure(failure); };
+  absl::StatusOr<std::unique_ptr<BatchScheduler>> scheduler = BatchScheduler::Start(std::move(options), metrics_.get());
+  if (!scheduler.ok()) {
+    return absl::Status(scheduler.status().code(),
+                        absl::StrCat("engine \"", config.engine, "\": ", scheduler.status().message(),
+                                     absl::IsResourceExhausted(scheduler.status())
+                                         ? "; lower --max_robots or --max_batch, or use --field=small"
+                                         : ""));
+  }
+  scheduler_ = *std::move(scheduler);
+  const EngineFacts& facts = scheduler_->facts();
+  if (checkpointer_ != nullptr) checkpointer_->set_shape(facts.shape);
+  metrics_->SetBuildInfo(version, facts.kind);
+  metrics_->SetEngineInfo(facts.kind, EngineReasonName(facts.reason));
+  switch (facts.reason) {
+    case EngineReason::kSelfCheckPassed:
+      LogInfo("CUDA engine self-check passed: ", facts.self_check);
+      break;
+    case EngineReason::kSelfCheckFailed:
+      LogWarning(facts.self_check, "; serving on the CPU engine instead (--engine=cuda would refuse to start)");
+      break;
+    case EngineReason::kCpuRequested:
+    case EngineReason::kNoCudaDevice:
+      break;
+  }
+  metrics_->SetPoolBytes(facts.pool_bytes);
+
+  BatchScheduler* sched = scheduler_.get();
+  sessions_ = std::make_unique<SessionTable>(
+      facts.max_robots, absl::Seconds(config.idle_keep_s), [sched](int slot) { sched->ReleaseBrain(slot); },
+      metrics_.get());
+
+  ServiceDeps deps;
+  deps.sessions = sessions_.get();
+  deps.scheduler = sched;
+  deps.metrics = metrics_.get();
+  deps.limits = MakeLimits(config);
+  deps.max_frame_hz = config.max_frame_hz;
+  deps.frame_burst = config.frame_burst;
+  deps.access = &access_;
+  deps.checkpointer = checkpointer_.get();
+  deps.version = version;
+  service_ = std::make_unique<BrainService>(std::move(deps));
+  return absl::OkStatus();
+}
+
+void BrainServer::StopEarly() {
+  if (memory_ != nullptr) memory_->ReleaseStore();
+  if (scheduler_ != nullptr) scheduler_->Stop();
+}
+
+void BrainServer::SetHealth(bool serving) {
+  if (server_ == nullptr) return;
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(serving);
+  if (service_ != nullptr) health->SetServingStatus(kBrainServiceName, serving);
+  if (memory_ != nullptr) health->SetServingStatus(kMemoryServiceName, serving);
+}
+
+std::optional<absl::Status> BrainServer::device_lost() const {
+  absl::MutexLock lock(&lost_mu_);
+  return device_lost_;
+}
+
+void BrainServer::OnDeviceLost(const absl::Status& lost) {
+  {
+    absl::MutexLock lock(&lost_mu_);
+    if (device_lost_.has_value()) return;
+    device_lost_ = lost;
+  }
+  LogError("the device context is lost (", lost.message(), "): health NOT_SERVING, every robot stream ends, and ",
+           "the process exits with status ", kExitDeviceLost, " for a restart");
+  SetHealth(false);
+  // Robots go elsewhere with a reason they can log, and resume from their last checkpoints there.
+  if (service_ != nullptr) {
+    service_->EngineFailed(absl::UnavailableError(
+        absl::StrCat("the engine failed: this server's GPU device context was lost (", lost.message(),
+                     "); reconnect to another server, which resumes your brain from its last checkpoint")));
+  }
 }
 
 BrainServer::BrainServer(const ServerConfig& config) : config_(config) {}
 
 BrainServer::~BrainServer() { Shutdown(); }
 
-int BrainServer::open_streams() const { return service_->registry().size(); }
+int BrainServer::open_streams() const { return service_ != nullptr ? service_->registry().size() : 0; }
 
 absl::Status BrainServer::ReloadTokens() {
   if (config_.tokens_file.empty()) return absl::FailedPreconditionError("no --tokens_file to reload");
@@ -188,6 +239,11 @@ void BrainServer::ReapIdle() {
 }
 
 void BrainServer::OnEngineFailure(const absl::Status& failure) {
+  // The CUDA engine latches only device errors: the context the Memory service shares is gone too.
+  if (scheduler_->facts().kind == "cuda") {
+    OnDeviceLost(failure);
+    return;
+  }
   // Load balancers and robots' health checks stop sending robots here; live robots are told to
   // reconnect (elsewhere) instead of getting INTERNAL_ERROR for every frame.
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {

@@ -1,9 +1,16 @@
 // BrainServer: the daemon assembled — metrics, the engine thread (BatchScheduler), the session
-// table, the gRPC services (Brain, and Memory unless --memory_arena_bytes=0) with health checking
-// and reflection, the optional /metrics endpoint and the idle-session reaper. main.cc runs one; the in-process tests run one on a loopback port.
+// table, the gRPC services (Brain, and Memory unless --memory_arena_bytes=0; --serve picks one or
+// both) with health checking per service and reflection, the optional /metrics endpoint and the
+// idle-session reaper. main.cc runs one; the in-process tests run one on a loopback port.
+//
+// A lost device context (a sticky device error, found by the Memory service or latched by the
+// CUDA engine) poisons every service of the process: health goes NOT_SERVING for all, every robot
+// stream ends UNAVAILABLE saying so (robots resume from their checkpoints on another server), and
+// device_lost() tells main.cc to shut down and exit with kExitDeviceLost.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -50,23 +57,35 @@ class BrainServer {
 
   int port() const { return port_; }                 // the bound gRPC port
   int metrics_port() const;                          // 0 when --metrics_listen is empty
+  bool serves_brain() const { return scheduler_ != nullptr; }  // false for --serve=memory
+  // Only when serves_brain().
   const EngineFacts& facts() const { return scheduler_->facts(); }
   const ServerConfig& config() const { return config_; }
   telemetry::Metrics& metrics() { return *metrics_; }
   SessionTable& sessions() { return *sessions_; }
-  BatchScheduler& scheduler() { return *scheduler_; }
-  memory::MemoryService* memory_service() { return memory_.get(); }  // null when disabled
+  BatchScheduler& scheduler() { return *scheduler_; }  // only when serves_brain()
+  memory::MemoryService* memory_service() { return memory_.get(); }  // null when not served
   Checkpointer* checkpointer() { return checkpointer_.get(); }      // null without --checkpoint_dir
   int open_streams() const;                          // Cycle streams not yet ended
+  // Set once the device context was lost: the process must stop (exit kExitDeviceLost).
+  std::optional<absl::Status> device_lost() const;
   // Re-reads --tokens_file (on SIGHUP). Live streams keep running; a file that does not parse is
   // refused and the tokens in use stay. No effect without --tokens_file.
   absl::Status ReloadTokens();
 
  private:
   explicit BrainServer(const ServerConfig& config);
+  // The robots' half: checkpointer, engine thread, sessions, the Brain service.
+  absl::Status StartBrain(const std::string& version);
   void ReapIdle();
-  // The engine latched a failure (engine thread): health NOT_SERVING, every stream ended.
+  // The engine latched a failure (engine thread): health NOT_SERVING, every stream ended; on the
+  // CUDA engine the device context is lost too (OnDeviceLost).
   void OnEngineFailure(const absl::Status& failure);
+  // A sticky device error (Memory thread or engine thread): see the class comment.
+  void OnDeviceLost(const absl::Status& lost);
+  void SetHealth(bool serving);
+  // Stops what Start made so far, after Start failed.
+  void StopEarly();
 
   const ServerConfig config_;
   std::unique_ptr<telemetry::Metrics> metrics_;
@@ -83,6 +102,8 @@ class BrainServer {
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
   int port_ = 0;
+  mutable absl::Mutex lost_mu_;
+  std::optional<absl::Status> device_lost_ ABSL_GUARDED_BY(lost_mu_);
 };
 
 }  // namespace fieldbrain::server

@@ -41,7 +41,9 @@ int main(int argc, char** argv) {
       "the fieldbrain gRPC brain server. Robots stream sensor frames on brain.v1.Brain/Cycle and get\n"
       "motor frames back; it also serves brain.v1.Brain/GetServerInfo, brain.v1.Memory (HRR vectors,\n"
       "unless --memory_arena_bytes=0), grpc.health.v1.Health and server reflection on --listen, and\n"
-      "Prometheus metrics at http://<--metrics_listen>/metrics.\n"
+      "Prometheus metrics at http://<--metrics_listen>/metrics. --serve=brain or --serve=memory runs\n"
+      "one of the two services alone (docs/deploying.md). Exit status: 0 after SIGTERM/SIGINT, 1 when\n"
+      "it cannot start, 2 for a bad flag, 3 when the device context was lost (restart it).\n"
       "  brain-server --listen=0.0.0.0:50051 --engine=auto --metrics_listen=0.0.0.0:9464",
       {"server_flags.cc"});
   absl::ParseCommandLine(argc, argv);
@@ -62,29 +64,44 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "brain-server: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  const EngineFacts& facts = (*server)->facts();
   const std::string host = config.listen.substr(0, config.listen.rfind(':'));
-  LogInfo("brain-server ", FIELDBRAIN_VERSION, " listening on ", host, ":", (*server)->port(),
-          " engine=", facts.kind, " device=\"", facts.device_description, "\" field=", facts.shape.channels,
-          "x", facts.shape.nx, "x", facts.shape.ny, "x", facts.shape.nz,
-          " pool_bytes=", facts.pool_bytes, " max_robots=", facts.max_robots,
-          " max_batch=", facts.max_batch, " batch_window_us=", config.batch_window_us,
-          config.metrics_listen.empty()
-              ? std::string()
-              : absl::StrCat(" metrics=",
-                             config.metrics_listen.substr(0, config.metrics_listen.rfind(':')),
-                             ":", (*server)->metrics_port(), "/metrics"));
-
-  int sig = WaitForControlSignal();
-  for (; sig == SIGHUP; sig = WaitForControlSignal()) {
-    if (absl::Status s = (*server)->ReloadTokens(); s.ok()) {
-      LogInfo("SIGHUP: tokens file ", config.tokens_file, " reloaded");
-    } else {
-      LogError("SIGHUP: ", s.message(), "; the tokens in use stay");
-    }
+  const std::string metrics =
+      config.metrics_listen.empty()
+          ? std::string()
+          : absl::StrCat(" metrics=", config.metrics_listen.substr(0, config.metrics_listen.rfind(':')), ":",
+                         (*server)->metrics_port(), "/metrics");
+  if ((*server)->serves_brain()) {
+    const EngineFacts& facts = (*server)->facts();
+    LogInfo("brain-server ", FIELDBRAIN_VERSION, " listening on ", host, ":", (*server)->port(), " serve=", config.serve,
+            " engine=", facts.kind, " device=\"", facts.device_description, "\" field=", facts.shape.channels, "x",
+            facts.shape.nx, "x", facts.shape.ny, "x", facts.shape.nz, " pool_bytes=", facts.pool_bytes,
+            " max_robots=", facts.max_robots, " max_batch=", facts.max_batch,
+            " batch_window_us=", config.batch_window_us, metrics);
+  } else {
+    LogInfo("brain-server ", FIELDBRAIN_VERSION, " listening on ", host, ":", (*server)->port(), " serve=", config.serve,
+            " memory_backend=", (*server)->memory_service()->backend(), metrics);
   }
-  LogInfo("signal ", sig, ": shutting down (deadline ", config.shutdown_deadline_s, " s)");
+
+  // Signals, or a lost device context (polled: it is found on the Memory or the engine thread).
+  int sig = 0;
+  for (;;) {
+    sig = WaitForControlSignalFor(absl::Milliseconds(100));
+    if (sig == SIGHUP) {
+      if (absl::Status s = (*server)->ReloadTokens(); s.ok()) {
+        LogInfo("SIGHUP: tokens file ", config.tokens_file, " reloaded");
+      } else {
+        LogError("SIGHUP: ", s.message(), "; the tokens in use stay");
+      }
+      continue;
+    }
+    if (sig != 0 || (*server)->device_lost().has_value()) break;
+  }
+  if (sig != 0) {
+    LogInfo("signal ", sig, ": shutting down (deadline ", config.shutdown_deadline_s, " s)");
+  } else {
+    LogError("shutting down: the device context is lost");
+  }
   (*server)->Shutdown();
-  LogInfo("stopped after ", (*server)->scheduler().cycles_total(), " cycles");
-  return 0;
+  if ((*server)->serves_brain()) LogInfo("stopped after ", (*server)->scheduler().cycles_total(), " cycles");
+  return (*server)->device_lost().has_value() ? kExitDeviceLost : 0;
 }

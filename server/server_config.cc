@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpu/engine.h"
 #include "gpu/model/field_shape.h"
+#include "server/device_fault_hook.h"
 
 namespace fieldbrain::server {
 namespace {
@@ -51,8 +52,24 @@ absl::StatusOr<FieldShape> FieldShapeFor(const ServerConfig& c) {
       absl::StrCat("--field=\"", c.field, "\" is not one of: auto, default, small, tiny"));
 }
 
+bool ServesBrain(const ServerConfig& c) { return c.serve == "both" || c.serve == "brain"; }
+bool ServesMemory(const ServerConfig& c) {
+  return (c.serve == "both" || c.serve == "memory") && c.memory_arena_bytes > 0;
+}
+
 absl::Status ValidateConfig(const ServerConfig& c) {
   if (absl::Status s = CheckAddress("listen", c.listen); !s.ok()) return s;
+  if (c.serve != "both" && c.serve != "brain" && c.serve != "memory") {
+    return absl::InvalidArgumentError(absl::StrCat("--serve=\"", c.serve, "\" is not one of: both, brain, memory"));
+  }
+  if (c.serve == "memory" && c.memory_arena_bytes == 0) {
+    return absl::InvalidArgumentError("--serve=memory needs a Memory arena: --memory_arena_bytes must not be 0");
+  }
+  if (!c.test_inject_device_fault.empty()) {
+    if (absl::StatusOr<DeviceFaultHook> hook = ParseDeviceFaultHook(c.test_inject_device_fault); !hook.ok()) {
+      return absl::InvalidArgumentError(hook.status().message());
+    }
+  }
   if (c.engine != "auto" && c.engine != "cpu" && c.engine != "cuda") {
     return absl::InvalidArgumentError(
         absl::StrCat("--engine=\"", c.engine, "\" is not one of: auto, cpu, cuda"));

@@ -17,6 +17,10 @@ inline constexpr int kDefaultMemoryMaxRequestVectors = 256;
 
 struct ServerConfig {
   std::string listen = "127.0.0.1:50051";
+  // Which services this process runs: "both" (robots' brains and the Memory service: the
+  // one-command demo), "brain" (no Memory service) or "memory" (no engine, no robot sessions).
+  // docs/deploying.md says when to run them apart.
+  std::string serve = "both";
   std::string engine = "auto";      // auto | cpu | cuda
   std::string field = "auto";       // auto | default | small | tiny
   int max_robots = 64;
@@ -51,7 +55,17 @@ struct ServerConfig {
   // Testing only (--test_fail_engine_after_batches): the CPU engine fails after this many
   // batches, as a GPU would after a device error; 0 = never.
   int64_t test_fail_engine_after_batches = 0;
+  // Testing only (--test_inject_device_fault, emulation build): a fault armed once the daemon
+  // serves (server/device_fault_hook.h); empty = none.
+  std::string test_inject_device_fault;
 };
+
+// A daemon that stops because its device context was lost (a sticky device error: the process
+// must restart) exits with this status, after health NOT_SERVING and every stream ended.
+inline constexpr int kExitDeviceLost = 3;
+
+bool ServesBrain(const ServerConfig& config);   // serve is "both" or "brain"
+bool ServesMemory(const ServerConfig& config);  // serve is "both" or "memory", with an arena
 
 // Batches larger than this rarely form (robots' ticks are spread over the control period) and
 // each batch row costs a spare field: 64 keeps 256 default-field robots at 2.5 GiB of fields.

@@ -7,6 +7,7 @@
 
 // Defined in test_hook_flags.cc, apart, so that --help does not offer it to operators.
 ABSL_DECLARE_FLAG(int64_t, test_fail_engine_after_batches);
+ABSL_DECLARE_FLAG(std::string, test_inject_device_fault);
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC listen address, host:port (use 0.0.0.0:50051 to accept robots on the network)");
@@ -14,6 +15,11 @@ ABSL_FLAG(std::string, health_probe, "",
           "probe mode: ask the gRPC health service of the daemon at this host:port (plaintext) whether "
           "it serves, print the answer and exit 0 (SERVING) or 1 (anything else); starts no daemon. "
           "For a container's HEALTHCHECK: --health_probe=127.0.0.1:50051");
+ABSL_FLAG(std::string, serve, "both",
+          "services this process runs: both (robots' brains and the Memory service), brain (no Memory "
+          "service) or memory (the Memory service alone: no engine, no robot sessions). A sticky "
+          "device error ends the process (exit 3) and with it every service it runs: run the Memory "
+          "service apart (docs/deploying.md) so that its faults and its memory never reach the robots");
 ABSL_FLAG(std::string, engine, "auto",
           "compute engine: auto (CUDA when a device is present, else CPU), cpu, or cuda");
 ABSL_FLAG(std::string, field, "auto",
@@ -62,8 +68,9 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address, host:port; empty = no metrics endpoint");
 ABSL_FLAG(int, threads, 0, "CPU engine worker threads; 0 = all cores");
 ABSL_FLAG(int64_t, memory_arena_bytes, fieldbrain::server::kDefaultMemoryArenaBytes,
-          "bytes the Memory service's HRR spaces may take in all, on the engine's device (0 = no "
-          "Memory service; else 1 MiB to 1 TiB)");
+          "bytes the Memory service's HRR spaces may take in all, on the engine's device, the CUDA "
+          "backend's one shared cuBLAS work area (32 MiB from Hopper on) included (0 = no Memory "
+          "service; else 1 MiB to 1 TiB)");
 ABSL_FLAG(int, memory_max_request_vectors, fieldbrain::server::kDefaultMemoryMaxRequestVectors,
           "most vectors one Memory request may name or make (1-65536); a Cleanup compares at most "
           "16 times as many pairs. Bounds how long one request holds up the robots' cycles (the "
@@ -74,6 +81,7 @@ namespace fieldbrain::server {
 ServerConfig ConfigFromFlags() {
   ServerConfig c;
   c.listen = absl::GetFlag(FLAGS_listen);
+  c.serve = absl::GetFlag(FLAGS_serve);
   c.engine = absl::GetFlag(FLAGS_engine);
   c.field = absl::GetFlag(FLAGS_field);
   c.max_robots = absl::GetFlag(FLAGS_max_robots);
@@ -97,6 +105,7 @@ ServerConfig ConfigFromFlags() {
   c.memory_arena_bytes = absl::GetFlag(FLAGS_memory_arena_bytes);
   c.memory_max_request_vectors = absl::GetFlag(FLAGS_memory_max_request_vectors);
   c.test_fail_engine_after_batches = absl::GetFlag(FLAGS_test_fail_engine_after_batches);
+  c.test_inject_device_fault = absl::GetFlag(FLAGS_test_inject_device_fault);
   return c;
 }
 

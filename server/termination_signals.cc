@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 namespace fieldbrain::server {
 namespace {
@@ -28,6 +29,13 @@ int WaitForControlSignal() {
   while (sigwait(&set, &sig) != 0) {
   }
   return sig;
+}
+
+int WaitForControlSignalFor(absl::Duration timeout) {
+  const sigset_t set = ControlSet();
+  const timespec ts = absl::ToTimespec(timeout);
+  const int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;  // -1: EAGAIN (timeout) or EINTR
 }
 
 }  // namespace fieldbrain::server

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
+
+#include "absl/status/status.h"
 
 namespace fieldbrain::server {
 class AccessControl;
@@ -37,6 +40,9 @@ struct MemoryOptions {
   std::string engine_kind = "cpu";  // the engine's kind: the backend the spaces follow
   // Who may use which space (server/access_control.h); null = everyone. Not owned.
   const AccessControl* access = nullptr;
+  // Run once, on the Memory thread, when a request found the device context lost (a sticky
+  // error: the process must restart); nullable. It must not call back into the service.
+  std::function<void(const absl::Status& lost)> on_device_lost;
 };
 
 // The dimension the request limits are stated for: a vector of dimension D > this costs D / this

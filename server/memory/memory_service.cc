@@ -17,24 +17,24 @@ constexpr char kShuttingDown[] = "the server is shutting down";
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<MemoryService>> MemoryService::Start(BatchScheduler& scheduler,
-                                                                    const MemoryOptions& options,
+absl::StatusOr<std::unique_ptr<MemoryService>> MemoryService::Start(const MemoryOptions& options,
                                                                     telemetry::Metrics* metrics) {
-  std::unique_ptr<MemoryService> service(new MemoryService(scheduler, options));
-  absl::Status status = absl::UnavailableError("the engine thread has stopped");
+  std::unique_ptr<MemoryService> service(new MemoryService(options));
+  absl::Status status = absl::UnavailableError("the Memory thread has stopped");
   absl::Notification made;
-  scheduler.RunOnEngineThread([&](EngineJobState state) {
+  service->thread_.Run([&](MemoryJobState state) {
     switch (state) {
-      case EngineJobState::kServing: {
+      case MemoryJobState::kServing: {
         absl::StatusOr<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(options, metrics);
         status = store.status();
         if (store.ok()) {
           service->backend_ = (*store)->backend();
+          service->shared_bytes_ = (*store)->shared_bytes();
           service->store_ = *std::move(store);
         }
         break;
       }
-      case EngineJobState::kShuttingDown:
+      case MemoryJobState::kStopped:
         break;
     }
     made.Notify();
@@ -42,12 +42,13 @@ absl::StatusOr<std::unique_ptr<MemoryService>> MemoryService::Start(BatchSchedul
   made.WaitForNotification();
   if (!status.ok()) return status;
   LogInfo("Memory service: backend=", service->backend_, " arena_bytes=", options.arena_bytes,
-          " max_request_vectors=", options.max_request_vectors);
+          " max_request_vectors=", options.max_request_vectors, " shared_backend_bytes=",
+          service->shared_bytes_);
   return service;
 }
 
-MemoryService::MemoryService(BatchScheduler& scheduler, const MemoryOptions& options)
-    : scheduler_(scheduler), limits_{options.max_request_vectors}, access_(options.access) {}
+MemoryService::MemoryService(const MemoryOptions& options)
+    : limits_{options.max_request_vectors}, access_(options.access), on_device_lost_(options.on_device_lost) {}
 
 MemoryService::~MemoryService() { ReleaseStore(); }
 
@@ -59,13 +60,32 @@ void MemoryService::ReleaseStore() {
   released_ = true;
   BeginShutdown();
   absl::Notification done;
-  // Whatever the state: the store goes now, on the engine thread while it runs (device memory
+  // Whatever the state: the store goes now, on the Memory thread while it runs (device memory
   // is freed there), or here once it has ended.
-  scheduler_.RunOnEngineThread([&](EngineJobState) {
+  thread_.Run([&](MemoryJobState) {
     store_.reset();
     done.Notify();
   });
   done.WaitForNotification();
+  thread_.Stop();
+}
+
+absl::Status MemoryService::device_lost() const {
+  absl::MutexLock lock(&lost_mu_);
+  return lost_status_;
+}
+
+void MemoryService::CheckDevice() {
+  if (store_ == nullptr || lost_.load(std::memory_order_acquire)) return;
+  absl::Status health = store_->device_health();
+  if (health.ok()) return;
+  {
+    absl::MutexLock lock(&lost_mu_);
+    lost_status_ = health;
+  }
+  lost_.store(true, std::memory_order_release);
+  LogError("Memory service: ", health.message(), "; answering every request UNAVAILABLE");
+  if (on_device_lost_) on_device_lost_(health);
 }
 
 // The space a request works in, for the tokens file's spaces=; nullopt for ListSpaces, which
@@ -87,6 +107,10 @@ grpc::ServerUnaryReactor* MemoryService::Serve(grpc::CallbackServerContext* cont
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, kShuttingDown));
     return reactor;
   }
+  if (lost_.load(std::memory_order_acquire)) {
+    reactor->Finish(ToGrpcStatus(device_lost()));
+    return reactor;
+  }
   if (access_ != nullptr) {
     const std::string authorization = AuthorizationOf(*context);
     const std::optional<absl::string_view> space = SpaceNamed(*request);
@@ -101,20 +125,23 @@ grpc::ServerUnaryReactor* MemoryService::Serve(grpc::CallbackServerContext* cont
     reactor->Finish(ToGrpcStatus(s));
     return reactor;
   }
-  scheduler_.RunOnEngineThread([this, context, reactor, request, response, op](EngineJobState state) {
+  thread_.Run([this, context, reactor, request, response, op](MemoryJobState state) {
     absl::Status status = absl::UnavailableError(kShuttingDown);
     switch (state) {
-      case EngineJobState::kServing:
-        // A caller that gave up while the request queued costs the robots nothing more.
+      case MemoryJobState::kServing:
+        // A caller that gave up while the request queued costs nothing more.
         if (context->IsCancelled()) {
           status = absl::CancelledError("the call was cancelled before it ran");
         } else if (std::chrono::system_clock::now() > context->deadline()) {
           status = absl::DeadlineExceededError("the call's deadline passed before it ran; nothing was applied");
+        } else if (lost_.load(std::memory_order_acquire)) {
+          status = device_lost();
         } else if (store_ != nullptr) {
           status = (store_.get()->*op)(*request, response);
+          if (!status.ok()) CheckDevice();
         }
         break;
-      case EngineJobState::kShuttingDown:
+      case MemoryJobState::kStopped:
         break;
     }
     reactor->Finish(ToGrpcStatus(status));

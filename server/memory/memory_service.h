@@ -1,15 +1,21 @@
 // MemoryService: the gRPC callback service brain.v1.Memory (proto/brain/v1/memory.proto).
 //
-// Engine-thread discipline: a gRPC thread only parses and checks a request by itself
-// (request_checks.h), then hands the whole request to the engine thread as ONE job
-// (BatchScheduler::RunOnEngineThread), which runs it on the MemoryStore and finishes the call
-// from its result. The store (its arena, the spaces and through them any GPU memory) is made,
-// used and destroyed only on the engine thread, between robots' batches.
+// Thread discipline: a gRPC thread only parses and checks a request by itself
+// (request_checks.h), then hands the whole request to the service's own MemoryThread as ONE job,
+// which runs it on the MemoryStore and finishes the call from its result. The store (its arena,
+// the spaces and through them any GPU memory) is made, used and destroyed only on that thread,
+// never on the robots' engine thread, so Memory work never holds up a robot's batch.
+//
+// Faults: a request whose device work fails is answered with that error alone; the service goes
+// on. A sticky device error (the process's device context is lost, for the engine too) is
+// reported once through MemoryOptions::on_device_lost, and every later request is answered
+// UNAVAILABLE: the process must be restarted.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,32 +25,34 @@
 #include "brain/v1/memory.grpc.pb.h"
 #include "server/access_control.h"
 #include "server/call_metadata.h"
-#include "server/batch_scheduler.h"
 #include "server/memory/memory_limits.h"
 #include "server/memory/memory_store.h"
+#include "server/memory/memory_thread.h"
 #include "telemetry/metrics.h"
 
 namespace fieldbrain::server::memory {
 
 class MemoryService final : public brain::v1::Memory::CallbackService {
  public:
-  // Makes the store on the engine thread and returns once it exists (or failed: the arena could
-  // not be allocated). `scheduler` and `metrics` (nullable) outlive the service.
-  static absl::StatusOr<std::unique_ptr<MemoryService>> Start(BatchScheduler& scheduler, const MemoryOptions& options,
+  // Starts the Memory thread, makes the store there and returns once it exists (or failed: the
+  // arena could not be allocated). `metrics` (nullable) outlives the service.
+  static absl::StatusOr<std::unique_ptr<MemoryService>> Start(const MemoryOptions& options,
                                                               telemetry::Metrics* metrics);
   ~MemoryService() override;  // ReleaseStore()
   MemoryService(const MemoryService&) = delete;
   MemoryService& operator=(const MemoryService&) = delete;
 
-  // New requests are answered UNAVAILABLE at once; queued ones as the drained scheduler runs
-  // them (UNAVAILABLE too). Idempotent.
+  // New requests are answered UNAVAILABLE at once; queued ones still run. Idempotent.
   void BeginShutdown();
-  // Destroys the store (every space, the arena) on the engine thread and returns when that is
-  // done; later requests are answered UNAVAILABLE. Call it after gRPC has stopped serving and
-  // before the scheduler stops. Idempotent.
+  // Destroys the store (every space, the arena) on the Memory thread, then ends that thread, and
+  // returns when that is done; later requests are answered UNAVAILABLE. Idempotent.
   void ReleaseStore();
 
   const std::string& backend() const { return backend_; }  // "cpu" or "cuda"
+  // Jobs the Memory thread ran (the store's creation, requests); for tests.
+  int64_t jobs_run() const { return thread_.jobs_run(); }
+  // OK, or the sticky device error that stopped the service.
+  absl::Status device_lost() const;
 
   grpc::ServerUnaryReactor* CreateSpace(grpc::CallbackServerContext* context, const brain::v1::CreateSpaceRequest* r,
                                         brain::v1::CreateSpaceResponse* out) override;
@@ -74,21 +82,29 @@ class MemoryService final : public brain::v1::Memory::CallbackService {
                                     brain::v1::CleanupResponse* out) override;
 
  private:
-  MemoryService(BatchScheduler& scheduler, const MemoryOptions& options);
-  // Checks the request here, then runs `op` on the store as one engine-thread job and finishes
+  explicit MemoryService(const MemoryOptions& options);
+  // Checks the request here, then runs `op` on the store as one Memory-thread job and finishes
   // the call with its status.
   template <typename Request, typename Response>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const Request* request, Response* response,
                                   absl::Status (MemoryStore::*op)(const Request&, Response*));
 
-  BatchScheduler& scheduler_;
+  // Memory thread: after a failed request, asks the store whether the device context is lost.
+  void CheckDevice();
+
   const RequestLimits limits_;
   const AccessControl* const access_;
+  const std::function<void(const absl::Status&)> on_device_lost_;
   std::string backend_;
+  int64_t shared_bytes_ = 0;  // the backend's shared context, counted once in the arena
   std::atomic<bool> shutting_down_{false};
-  std::unique_ptr<MemoryStore> store_;  // engine thread only (made, used and reset there)
+  std::atomic<bool> lost_{false};
+  mutable absl::Mutex lost_mu_;
+  absl::Status lost_status_ ABSL_GUARDED_BY(lost_mu_);
+  std::unique_ptr<MemoryStore> store_;  // Memory thread only (made, used and reset there)
   absl::Mutex release_mu_;
   bool released_ ABSL_GUARDED_BY(release_mu_) = false;
+  MemoryThread thread_;  // last: started after, and ended before, everything it uses
 };
 
 }  // namespace fieldbrain::server::memory

@@ -11,14 +11,17 @@ namespace {
 
 using telemetry::HrrOp;
 
-// The backend the spaces use: the engine's, unless it cannot make a space here (a build without
-// the CUDA HRR backend): then the CPU one, said once in the log.
-std::string ChooseBackend(const std::string& engine_kind) {
-  if (engine_kind != "cuda") return "cpu";
-  absl::StatusOr<std::unique_ptr<hrr::HrrSpace>> probe = hrr::MakeHrrSpace("cuda", hrr::HrrConfig{2, 1, 1});
-  if (probe.ok()) return "cuda";
-  LogWarning("Memory service: HRR spaces run on the CPU although the engine is CUDA (", probe.status().ToString(), ")");
-  return "cpu";
+// The backend the spaces use and its shared context: the engine's, unless it cannot make a space
+// here (a build without the CUDA HRR backend): then the CPU one, said once in the log.
+std::shared_ptr<hrr::BackendContext> ChooseBackend(const std::string& engine_kind) {
+  if (engine_kind == "cuda") {
+    absl::StatusOr<std::shared_ptr<hrr::BackendContext>> context = hrr::AcquireBackendContext("cuda");
+    absl::Status status = context.status();
+    if (status.ok()) status = hrr::MakeHrrSpace("cuda", hrr::HrrConfig{2, 1, 1}).status();  // the kernels load
+    if (status.ok()) return *std::move(context);
+    LogWarning("Memory service: HRR spaces run on the CPU although the engine is CUDA (", status.ToString(), ")");
+  }
+  return *hrr::AcquireBackendContext("cpu");
 }
 
 int64_t Terms(const brain::v1::SuperposeRequest& r) {
@@ -54,22 +57,33 @@ brain::v1::MemoryLimits MakeMemoryLimits(const RequestLimits& limits, const Memo
 
 absl::StatusOr<std::unique_ptr<MemoryStore>> MemoryStore::Create(const MemoryOptions& options,
                                                                  telemetry::Metrics* metrics) {
-  std::string backend = ChooseBackend(options.engine_kind);
+  std::shared_ptr<hrr::BackendContext> context = ChooseBackend(options.engine_kind);
+  std::string backend(context->backend());
   absl::StatusOr<std::unique_ptr<MemoryArena>> arena = MemoryArena::Create(options.arena_bytes, backend == "cpu");
   if (!arena.ok()) return arena.status();
+  absl::StatusOr<MemoryArena::Lease> shared = (*arena)->TakeBudget(context->bytes());
+  if (!shared.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat("the ", backend, " HRR backend's shared context (",
+                                                     context->bytes(), " bytes: the cuBLAS work area) does not fit ",
+                                                     "the Memory arena: raise --memory_arena_bytes"));
+  }
   absl::StatusOr<std::unique_ptr<VectorDigester>> digester = VectorDigester::Create();
   if (!digester.ok()) return digester.status();
-  std::unique_ptr<MemoryStore> store(new MemoryStore(options, *std::move(arena), std::move(backend), metrics));
+  std::unique_ptr<MemoryStore> store(new MemoryStore(options, *std::move(arena), std::move(backend),
+                                                     std::move(context), *std::move(shared), metrics));
   store->scratch_.digest.digester = *std::move(digester);
   store->PublishGauges();
   return store;
 }
 
 MemoryStore::MemoryStore(const MemoryOptions& options, std::unique_ptr<MemoryArena> arena, std::string backend,
+                         std::shared_ptr<hrr::BackendContext> context, MemoryArena::Lease shared_lease,
                          telemetry::Metrics* metrics)
     : limits_{options.max_request_vectors},
       metrics_(metrics),
       arena_(std::move(arena)),
+      context_(std::move(context)),
+      shared_lease_(std::move(shared_lease)),
       registry_(std::make_unique<SpaceRegistry>(*arena_, std::move(backend), options.max_request_vectors)) {}
 
 void MemoryStore::PublishGauges() {

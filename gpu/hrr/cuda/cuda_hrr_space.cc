@@ -6,7 +6,8 @@
 // Every call: arguments checked on the host; its lists and values packed into the pinned block;
 // one host-to-device copy of that block; the kernels (results into staging, then the commit that
 // writes the slots, so every input is read before any slot changes); one device-to-host copy when
-// the call returns data; one stream synchronisation. Everything is allocated in Init().
+// the call returns data; one stream synchronisation. Everything is allocated in Init(). The
+// stream and the cuBLAS handle are the process's shared LibraryContext's, held for each call.
 #include "gpu/hrr/cuda/cuda_hrr_space.h"
 
 #include "gpu/hrr/cuda/cuda_libraries.h"
@@ -28,6 +29,7 @@
 #include "gpu/hrr/cuda/hrr_launch.h"
 #include "gpu/hrr/cuda/hrr_workspace.h"
 #include "gpu/hrr/cuda/score_gemm.h"
+#include "absl/synchronization/mutex.h"
 #include "gpu/hrr/hrr_checks.h"
 #include "gpu/hrr/top_k.h"
 #include "gpu/memory_budget.h"
@@ -51,6 +53,7 @@ class CudaHrrSpace final : public HrrSpace {
   std::string_view backend() const override { return "cuda"; }
   const HrrConfig& config() const override { return config_; }
   int64_t bytes() const override {
+    // The shared context's bytes are not the space's: its holder counts them once.
     return int64_t(owned_storage_.bytes()) + int64_t(workspace_.bytes()) + int64_t(pinned_.bytes());
   }
 
@@ -80,13 +83,14 @@ class CudaHrrSpace final : public HrrSpace {
     if (n == 0) return absl::OkStatus();
     ArgBlock args = Args();
     const int32_t* d_slots = args.Add(slots);
-    // The 1/D of the inverse transform goes on the spectrum, in the gather that is needed anyway
-    // (exact for a power-of-two D, a rounding away otherwise).
     FB_RETURN_IF_ERROR(Execute(args, int64_t(values.size_bytes()), [&](cudaStream_t s) -> absl::Status {
-      FB_CUDA_CHECK(LaunchGather(store_, Stage(), d_slots, 1.0f / float(config_.dim), n, s));
+      FB_CUDA_CHECK(LaunchGather(store_, Stage(), d_slots, 1.0f, n, s));
       return fft_.Inverse(n, Stage(), Out<float>());
     }));
-    std::memcpy(values.data(), pinned_.data(), values.size_bytes());
+    // The 1/D after the transform, as the CPU backend applies it (hrr_math.h's GetScale).
+    const float scale = GetScale(config_.dim);
+    const float* out = pinned_.at<const float>(0);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = out[i] * scale;
     return absl::OkStatus();
   }
 
@@ -265,8 +269,11 @@ class CudaHrrSpace final : public HrrSpace {
   }
 
   // The call's copy in, `enqueue`'s kernels, the copy back of out_bytes from `out` into the
-  // pinned block (none when 0), one synchronisation. A device error may leave slots half
-  // written, so after one the space refuses every later call.
+  // pinned block (none when 0), one synchronisation, all on the shared context's stream under its
+  // lock. A failed call fails alone: every kernel that writes slots is the last one a call
+  // enqueues (the commit), and after it only the copy back and the synchronisation can fail, which
+  // only a sticky error makes them do. After a sticky error (the device context is lost for the
+  // whole process) the space refuses every later call.
   template <typename Enqueue>
   absl::Status Execute(const ArgBlock& args, int64_t out_bytes, Enqueue&& enqueue) {
     if (!failed_.ok())
@@ -275,9 +282,10 @@ class CudaHrrSpace final : public HrrSpace {
     if (args.overflow())
       return absl::InternalError(absl::StrCat("a call's arguments do not fit the argument block of ",
                                               layout_->args_bytes, " bytes"));
+    absl::MutexLock lock(&context_->mu());
+    const cudaStream_t s = context_->stream();
     absl::Status status = [&]() -> absl::Status {
       FB_CUDA_CHECK(cudaSetDevice(kDevice));
-      const cudaStream_t s = stream_.get();
       FB_CUDA_CHECK(fbc::CopyAsync(counters_, workspace_.data(), pinned_.data(), size_t(args.bytes()),
                                    cudaMemcpyHostToDevice, s));
       FB_RETURN_IF_ERROR(enqueue(s));
@@ -288,8 +296,11 @@ class CudaHrrSpace final : public HrrSpace {
       return absl::OkStatus();
     }();
     if (!status.ok()) {
-      static_cast<void>(cudaStreamSynchronize(stream_.get()));  // nothing queued outlives the call
-      failed_ = status;
+      static_cast<void>(cudaStreamSynchronize(s));  // nothing queued outlives the call
+      if (absl::Status lost = context_->CheckSticky(status); !lost.ok()) {
+        failed_ = lost;
+        return lost;
+      }
       return status;
     }
     ++calls_;
@@ -305,25 +316,25 @@ class CudaHrrSpace final : public HrrSpace {
   std::optional<HrrWorkspace> layout_;
   SlotStore store_;
 
-  // Declared before what is bound to it or lives in it, so destroyed after.
-  fbc::Stream stream_;
+  // Declared before what is bound to it or lives in it, so destroyed after: the plans are bound
+  // to the context's stream.
+  std::shared_ptr<LibraryContext> context_;
   fbc::DeviceBuffer owned_storage_;  // the slots, unless the caller gave an HrrStorage
   fbc::DeviceBuffer workspace_;
   fbc::PinnedBuffer pinned_;
   FftPlans fft_;
-  ScoreGemm gemm_;
 };
 
 absl::Status CudaHrrSpace::Init(HrrStorage storage) {
+  absl::StatusOr<std::shared_ptr<LibraryContext>> context = LibraryContext::Acquire();
+  if (!context.ok()) return context.status();
+  context_ = *std::move(context);
+  absl::MutexLock lock(&context_->mu());
+  const cudaStream_t stream = context_->stream();
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
-  cudaStream_t stream = nullptr;
-  FB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  stream_ = fbc::Stream(stream);
 
   FB_RETURN_IF_ERROR(fft_.Init(config_.dim, config_.max_batch, stream));
-  size_t blas_bytes = 0;
-  FB_RETURN_IF_ERROR(ScoreGemm::WorkspaceBytes(blas_bytes));
-  layout_.emplace(config_, int64_t(fft_.work_bytes()), int64_t(blas_bytes));
+  layout_.emplace(config_, int64_t(fft_.work_bytes()));
 
   const int64_t storage_bytes = StorageBytes(config_);
   const int64_t needed = layout_->device_bytes + (storage.data == nullptr ? storage_bytes : 0);
@@ -355,7 +366,6 @@ absl::Status CudaHrrSpace::Init(HrrStorage storage) {
   FB_CUDA_CHECK(cudaMemsetAsync(workspace_.data(), 0, workspace_.bytes(), stream));
   std::memset(pinned_.data(), 0, pinned_.bytes());
   FB_RETURN_IF_ERROR(fft_.SetWorkArea(workspace_.at<void>(layout_->fft_at)));
-  FB_RETURN_IF_ERROR(gemm_.Init(stream, workspace_.at<void>(layout_->blas_at), size_t(layout_->blas_bytes)));
   FB_CUDA_CHECK(cudaStreamSynchronize(stream));
   return absl::OkStatus();
 }
@@ -394,7 +404,7 @@ absl::Status CudaHrrSpace::Cleanup(std::span<const int32_t> queries, int item_be
     for (int done = 0, c = 0; done < item_count; done += chunk, ++c) {
       const int m = std::min(chunk, item_count - done);
       const int first = item_begin + done;
-      FB_RETURN_IF_ERROR(gemm_.Scores(items + int64_t(first) * len, m, weighted, n, len, scores));
+      FB_RETURN_IF_ERROR(context_->gemm().Scores(items + int64_t(first) * len, m, weighted, n, len, scores));
       FB_CUDA_CHECK(LaunchChunkTopK(store_, scores, d_queries, n, first, m, k, parts, s));
       const bool last = done + m >= item_count;
       FB_CUDA_CHECK(LaunchMergeTopK(parts, (m + kPartItems - 1) / kPartItems, running, c > 0, n, k,

@@ -1,6 +1,16 @@
 // The CUDA backend of HrrSpace: spectra in one device allocation, cuFFT batched R2C/C2R plans with
 // work areas we allocate, fused bin-by-bin kernels, cleanup as one cuBLAS GEMM plus a top-k pass.
 // gpu/hrr/cuda/README.md has the kernels, the memory layout and the copies of each call.
+//
+// Per space: its vectors (unless given an HrrStorage), a device workspace and a pinned block sized
+// by its max_batch, and its cuFFT plans. Per process: one LibraryContext (cuda_libraries.h), held by
+// every space: the stream all spaces run on and the cuBLAS handle with its work area.
+//
+// Threading: one space is used by one thread at a time (HrrSpace's contract). Different spaces may
+// be used from different threads at once: their device work is serialised on the shared context's
+// lock, one whole call at a time. Errors: a call that fails on the device fails alone and the space
+// goes on, unless the error is sticky (the device context is lost: LibraryContext::health() says
+// so from then on), after which every call of every space fails.
 #pragma once
 
 #include <cstdint>

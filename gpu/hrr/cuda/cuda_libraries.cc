@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "gpu/cuda/cuda_check.h"
 
 #ifndef FIELDBRAIN_CUDA_LIBRARY_DIR
 #define FIELDBRAIN_CUDA_LIBRARY_DIR ""
@@ -89,5 +90,89 @@ const Libraries& Loaded() {
 absl::Status LoadCudaLibraries() { return Loaded().status; }
 const CufftApi& Cufft() { return Loaded().cufft; }
 const CublasApi& Cublas() { return Loaded().cublas; }
+
+namespace {
+
+constexpr int kDevice = 0;
+
+// The process's one context while any holder keeps it, how many were made, and the sticky error
+// once one was seen (it outlives every context: the process's device context is lost for good).
+struct ContextRegistry {
+  absl::Mutex mu;
+  std::weak_ptr<LibraryContext> live ABSL_GUARDED_BY(mu);
+  int64_t made ABSL_GUARDED_BY(mu) = 0;
+  absl::Status lost ABSL_GUARDED_BY(mu);
+};
+
+ContextRegistry& Registry() {
+  static ContextRegistry registry;
+  return registry;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<LibraryContext>> LibraryContext::Acquire() {
+  ContextRegistry& r = Registry();
+  absl::MutexLock lock(&r.mu);
+  // No refusal from r.lost here: on a lost context the runtime refuses Init's first call itself.
+  if (std::shared_ptr<LibraryContext> context = r.live.lock()) return context;
+  if (absl::Status s = LoadCudaLibraries(); !s.ok()) return s;
+  std::shared_ptr<LibraryContext> context(new LibraryContext());
+  if (absl::Status s = context->Init(); !s.ok()) return s;
+  r.live = context;
+  ++r.made;
+  return context;
+}
+
+absl::Status LibraryContext::Init() {
+  FB_CUDA_CHECK(cudaSetDevice(kDevice));
+  cudaStream_t stream = nullptr;
+  FB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_ = ::fieldbrain::cuda::Stream(stream);
+  size_t blas_bytes = 0;
+  FB_RETURN_IF_ERROR(ScoreGemm::WorkspaceBytes(blas_bytes));
+  void* work = nullptr;
+  FB_CUDA_CHECK(cudaMalloc(&work, blas_bytes));
+  blas_work_ = ::fieldbrain::cuda::DeviceBuffer(work, blas_bytes);
+  return gemm_.Init(stream, blas_work_.data(), blas_work_.bytes());
+}
+
+LibraryContext::~LibraryContext() {
+  // Nothing queued may outlive the work area and the handle.
+  if (stream_) static_cast<void>(cudaStreamSynchronize(stream_.get()));
+}
+
+absl::Status LibraryContext::health() const {
+  ContextRegistry& r = Registry();
+  absl::MutexLock lock(&r.mu);
+  return r.lost;
+}
+
+absl::Status LibraryContext::CheckSticky(const absl::Status& failure) {
+  // A failed call's own error (a refused launch, a bad argument) is the calling thread's last
+  // error: clear it, then ask the stream. A sticky error is returned by every call from now on.
+  static_cast<void>(cudaGetLastError());
+  const cudaError_t e = cudaStreamQuery(stream_.get());
+  if (e == cudaSuccess || e == cudaErrorNotReady) return absl::OkStatus();
+  const absl::Status lost = absl::UnavailableError(
+      absl::StrCat("the CUDA device context is lost (", cudaGetErrorName(e), ": ", cudaGetErrorString(e),
+                   ") after: ", failure.message(), "; the process must be restarted"));
+  ContextRegistry& r = Registry();
+  absl::MutexLock lock(&r.mu);
+  if (r.lost.ok()) r.lost = lost;
+  return r.lost;
+}
+
+LibraryContextStats CurrentLibraryContextStats() {
+  ContextRegistry& r = Registry();
+  absl::MutexLock lock(&r.mu);
+  LibraryContextStats stats;
+  stats.made = r.made;
+  if (std::shared_ptr<LibraryContext> context = r.live.lock()) {
+    stats.live = true;
+    stats.bytes = context->bytes();
+  }
+  return stats;
+}
 
 }  // namespace fieldbrain::hrr::cuda

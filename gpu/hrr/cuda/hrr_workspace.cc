@@ -6,7 +6,7 @@
 
 namespace fieldbrain::hrr::cuda {
 
-HrrWorkspace::HrrWorkspace(const HrrConfig& config, int64_t fft_work_bytes, int64_t blas_work_bytes) {
+HrrWorkspace::HrrWorkspace(const HrrConfig& config, int64_t fft_work_bytes) {
   const int64_t batch = config.max_batch;
   const int64_t bins = Bins(config.dim);
   // A row of bins (4 D + 8 bytes) is larger than a real vector (4 D), so spectra-sized regions
@@ -31,9 +31,7 @@ HrrWorkspace::HrrWorkspace(const HrrConfig& config, int64_t fft_work_bytes, int6
   running_cos_at = parts_slot_at + AlignRegion(list_floats * int64_t(sizeof(int32_t)));
   running_slot_at = running_cos_at + AlignRegion(batch * kListEntries * int64_t(sizeof(float)));
   fft_at = running_slot_at + AlignRegion(batch * kListEntries * int64_t(sizeof(int32_t)));
-  blas_at = fft_at + AlignRegion(fft_work_bytes);
-  blas_bytes = AlignRegion(blas_work_bytes);
-  device_bytes = blas_at + blas_bytes;
+  device_bytes = fft_at + AlignRegion(fft_work_bytes);
   pinned_bytes = std::max(args_bytes, out_bytes);
 }
 

@@ -8,8 +8,8 @@
 //   out      what one call's device-to-host copy takes back (vectors, spectra, cosines, top-k)
 //   scores   cleanup's GEMM output for one chunk of items
 //   parts    cleanup's per-part top-k lists; running: the merged lists of the earlier chunks
-//   fft      the cuFFT work area (shared by every plan: one stream runs one at a time)
-//   blas     the cuBLAS workspace
+//   fft      the cuFFT work area (shared by the space's plans: one stream runs one at a time)
+// The cuBLAS work area is not here: the process's one LibraryContext (cuda_libraries.h) holds it.
 // Pinned block: the argument block, then (after the host-to-device copy has run, in stream order)
 // the device-to-host results, in the same bytes.
 #pragma once
@@ -37,7 +37,7 @@ inline constexpr int64_t kScoreFloats = int64_t(1) << 23;
 inline constexpr int kMinChunkItems = 256;
 
 struct HrrWorkspace {
-  HrrWorkspace(const HrrConfig& config, int64_t fft_work_bytes, int64_t blas_work_bytes);
+  HrrWorkspace(const HrrConfig& config, int64_t fft_work_bytes);
 
   int64_t list_bytes = 0;  // room for one list of max_batch + 1 entries of 8 bytes (aligned)
   int64_t args_bytes = 0;
@@ -50,8 +50,6 @@ struct HrrWorkspace {
   int64_t parts_cos_at = 0, parts_slot_at = 0;
   int64_t running_cos_at = 0, running_slot_at = 0;
   int64_t fft_at = 0;
-  int64_t blas_at = 0;
-  int64_t blas_bytes = 0;
   int64_t device_bytes = 0;
   int64_t pinned_bytes = 0;
 };
