@@ -1,0 +1,175 @@
+// brain-server on the emulated device with a device fault injected into the Memory service's HRR
+// kernels (--test_inject_device_fault, server/device_fault_hook.h):
+// - a non-sticky error fails that one request; the next succeeds, the robots' engine never
+//   notices and every service stays SERVING;
+// - a sticky error (the process's device context is lost) fails the request UNAVAILABLE, ends
+//   every robot stream UNAVAILABLE saying why, and the daemon exits by itself with status 3, in
+//   `both` mode and in `memory` mode (which serves no robots: Cycle is UNIMPLEMENTED there).
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "brain/v1/brain.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "memory_calls.h"
+#include "raw_stream.h"
+#include "server_process.h"
+
+namespace fieldbrain::server {
+namespace {
+
+using grpc::health::v1::HealthCheckResponse;
+using ::testing::HasSubstr;
+using testing::ChildProcess;
+using testing::FrameRequest;
+using testing::MakeHello;
+using testing::MemoryCalls;
+using testing::RawStream;
+
+constexpr int kExitDeviceLost = 3;            // server/server_config.h
+constexpr char kNonSticky[] = "CommitKernel:9";  // cudaErrorInvalidConfiguration: the launch alone fails
+constexpr char kSticky[] = "CommitKernel:700";   // cudaErrorIllegalAddress: the context is lost
+
+class MemoryFaultDaemonTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& serve, const std::string& fault) {
+    // One log per test: ctest runs them at once.
+    log_path_ = absl::StrCat(::testing::TempDir(), "memory_fault_",
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_stderr.log");
+    std::optional<ChildProcess> child = ChildProcess::Spawn(
+        {BRAIN_SERVER_PATH, "--listen=127.0.0.1:0", "--engine=cuda", "--field=tiny", "--max_robots=2", "--threads=1",
+         "--batch_window_us=0", "--stream_idle_timeout_s=0", "--memory_arena_bytes=67108864",
+         absl::StrCat("--serve=", serve), absl::StrCat("--test_inject_device_fault=", fault)},
+        log_path_);
+    ASSERT_TRUE(child.has_value());
+    daemon_.emplace(std::move(*child));
+    const std::optional<testing::DaemonPorts> ports =
+        testing::WaitForDaemonPorts(*daemon_, log_path_, absl::Seconds(240));
+    ASSERT_TRUE(ports.has_value()) << "brain-server did not start:\n" << Log();
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ports->grpc), grpc::InsecureChannelCredentials());
+    ASSERT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(60)));
+    brain_ = brain::v1::Brain::NewStub(channel_);
+    health_ = grpc::health::v1::Health::NewStub(channel_);
+    memory_.emplace(channel_);
+  }
+
+  // The service's health, or the gRPC error code of the check as a negative number.
+  int Health(const std::string& service) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    HealthCheckResponse response;
+    const grpc::Status s = health_->Check(&ctx, request, &response);
+    return s.ok() ? int(response.status()) : -int(s.error_code());
+  }
+
+  std::string Log() const { return testing::ReadFile(log_path_); }
+
+  std::string log_path_;
+  std::optional<ChildProcess> daemon_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<brain::v1::Brain::Stub> brain_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  std::optional<MemoryCalls> memory_;
+};
+
+int Steps(RawStream& robot, uint64_t& seq, int n) {
+  int ok = 0;
+  for (int i = 0; i < n; ++i) {
+    std::optional<brain::v1::MotorFrame> m = robot.Step(FrameRequest(++seq, {0.1f, 0.2f, -0.3f, 0.4f}));
+    if (m.has_value() && m->status() == brain::v1::OK) ++ok;
+  }
+  return ok;
+}
+
+TEST_F(MemoryFaultDaemonTest, ANonStickyErrorFailsOneRequestAndNothingElse) {
+  ASSERT_NO_FATAL_FAILURE(Start("both", kNonSticky));
+  RawStream robot(brain_.get(), absl::Seconds(600));
+  ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
+  uint64_t seq = 0;
+  EXPECT_EQ(Steps(robot, seq, 3), 3);
+
+  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
+  grpc::Status failed;
+  EXPECT_TRUE(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
+  EXPECT_FALSE(failed.ok());
+  EXPECT_THAT(failed.error_message(), HasSubstr("cudaErrorInvalidConfiguration"));
+  grpc::Status retried;
+  EXPECT_EQ(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &retried).size(), 4u)
+      << retried.error_message();
+
+  EXPECT_EQ(Steps(robot, seq, 3), 3) << "the robot's engine noticed the Memory service's error";
+  EXPECT_EQ(Health(""), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("brain.v1.Brain"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("brain.v1.Memory"), HealthCheckResponse::SERVING);
+  robot.Cancel();
+  robot.Finish();
+
+  daemon_->Signal(SIGTERM);
+  const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
+  ASSERT_TRUE(status.has_value()) << "still running after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << Log();
+  EXPECT_THAT(Log(), ::testing::Not(HasSubstr("device context is lost")));
+}
+
+TEST_F(MemoryFaultDaemonTest, AStickyErrorEndsEveryStreamAndTheProcess) {
+  ASSERT_NO_FATAL_FAILURE(Start("both", kSticky));
+  RawStream robot(brain_.get(), absl::Seconds(600));
+  ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
+  uint64_t seq = 0;
+  EXPECT_EQ(Steps(robot, seq, 3), 3);
+
+  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
+  grpc::Status failed;
+  EXPECT_TRUE(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::UNAVAILABLE) << failed.error_message();
+  EXPECT_THAT(failed.error_message(), HasSubstr("device context is lost"));
+
+  // The robot's stream ends (bounded: a daemon that never ends it fails below, not by timeout).
+  for (int i = 0; i < 200 && robot.Step(FrameRequest(++seq, {0.1f, 0.2f, -0.3f, 0.4f})).has_value(); ++i) {
+  }
+  const grpc::Status end = robot.Finish();
+  EXPECT_EQ(end.error_code(), grpc::StatusCode::UNAVAILABLE) << end.error_message();
+  EXPECT_THAT(end.error_message(), HasSubstr("device context was lost"));
+
+  const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
+  ASSERT_TRUE(status.has_value()) << "the daemon kept running on a lost device:\n" << Log();
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), kExitDeviceLost) << Log();
+  const std::string log = Log();
+  EXPECT_THAT(log, HasSubstr("health NOT_SERVING"));
+  EXPECT_THAT(log, HasSubstr("cudaErrorIllegalAddress"));
+}
+
+TEST_F(MemoryFaultDaemonTest, TheMemoryServiceAloneServesNoRobotsAndStopsOnAStickyError) {
+  ASSERT_NO_FATAL_FAILURE(Start("memory", kSticky));
+  EXPECT_EQ(Health(""), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("brain.v1.Memory"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("brain.v1.Brain"), -int(grpc::StatusCode::NOT_FOUND));
+  RawStream robot(brain_.get(), absl::Seconds(60));
+  EXPECT_FALSE(robot.Open(MakeHello("robot-0")).has_value());
+  EXPECT_EQ(robot.Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+
+  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
+  grpc::Status failed;
+  EXPECT_TRUE(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::UNAVAILABLE) << failed.error_message();
+
+  const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
+  ASSERT_TRUE(status.has_value()) << "the daemon kept running on a lost device:\n" << Log();
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), kExitDeviceLost) << Log();
+}
+
+}  // namespace
+}  // namespace fieldbrain::server
