@@ -462,6 +462,7 @@ void BatchScheduler::RunOneJob() {
     if (drained_) state = EngineJobState::kShuttingDown;
   }
   std::move(job)(state);
+  jobs_run_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void BatchScheduler::RunRemainingJobs() {

@@ -11,10 +11,11 @@
 // is open end it early and run before the batch; once it has expired the batch runs first, so a
 // steady stream of commands cannot starve the frames.
 //
-// Jobs (RunOnEngineThread) let other services use the engine thread, and through it the GPU, for
-// work of their own (the Memory service's HRR operations): one job per round, run after the
-// round's batch and never while a batch window is open, so a job delays robots' frames by at most
-// its own run time, however many jobs are queued.
+// Jobs (RunOnEngineThread) run work of the scheduler's own on the engine thread (checkpoint
+// copies): one job per round, run after the round's batch and never while a batch window is open,
+// so a job delays robots' frames by at most its own run time, however many jobs are queued. The
+// Memory service does not use them: it has its own thread (server/memory/memory_thread.h), so
+// creating and deleting spaces never holds up a batch.
 //
 // An engine that latches a failure (Engine::health(), e.g. a device error) is reported once: a log
 // line, brain_engine_healthy = 0, and the on_engine_failure callback; its batches keep being
@@ -142,6 +143,7 @@ class BatchScheduler {
   uint64_t cycles_total() const { return cycles_total_.load(std::memory_order_relaxed); }
   int64_t batches_run() const { return batches_run_.load(std::memory_order_relaxed); }
   int64_t releases() const { return releases_.load(std::memory_order_relaxed); }
+  int64_t jobs_run() const { return jobs_run_.load(std::memory_order_relaxed); }  // on the engine thread
   // ReleaseBrain calls the engine found already free (must stay 0: the session table releases
   // each slot once).
   int64_t double_releases() const { return double_releases_.load(std::memory_order_relaxed); }
@@ -234,6 +236,7 @@ class BatchScheduler {
   std::atomic<uint64_t> cycles_total_{0};
   std::atomic<int64_t> batches_run_{0};
   std::atomic<int64_t> releases_{0};
+  std::atomic<int64_t> jobs_run_{0};
   std::atomic<int64_t> double_releases_{0};
   std::atomic<bool> engine_healthy_{true};
 };
