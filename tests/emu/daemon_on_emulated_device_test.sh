@@ -13,7 +13,7 @@ memory_example_stubs "$python" "$proto_dir" "$work" || fail "no Python gRPC stub
 
 source "$(dirname "$0")/../start_brain_server.sh"
 start_brain_server "$server" "$work/server.log" --engine=cuda --field=tiny --max_robots=4 --threads=1 \
-  --memory_arena_bytes=67108864  # a CUDA space holds its own 32 MiB cuBLAS work area today
+  --memory_arena_bytes=67108864  # the shared cuBLAS work area (32 MiB on the emulated H100) and the spaces
 pid=$server_pid
 trap 'kill -KILL $pid 2>/dev/null || true' EXIT
 grep -q "engine=cuda" "$work/server.log" || fail "the daemon did not start on the CUDA engine: $(cat "$work/server.log")"

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,15 +42,15 @@ constexpr char kSticky[] = "CommitKernel:700";   // cudaErrorIllegalAddress: the
 
 class MemoryFaultDaemonTest : public ::testing::Test {
  protected:
-  void Start(const std::string& serve, const std::string& fault) {
+  void Start(const std::string& serve, const std::string& fault, std::vector<std::string> extra = {}) {
     // One log per test: ctest runs them at once.
     log_path_ = absl::StrCat(::testing::TempDir(), "memory_fault_",
                              ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_stderr.log");
-    std::optional<ChildProcess> child = ChildProcess::Spawn(
-        {BRAIN_SERVER_PATH, "--listen=127.0.0.1:0", "--engine=cuda", "--field=tiny", "--max_robots=2", "--threads=1",
+    std::vector<std::string> argv = {BRAIN_SERVER_PATH, "--listen=127.0.0.1:0", "--engine=cuda", "--field=tiny", "--max_robots=2", "--threads=1",
          "--batch_window_us=0", "--stream_idle_timeout_s=0", "--memory_arena_bytes=67108864",
-         absl::StrCat("--serve=", serve), absl::StrCat("--test_inject_device_fault=", fault)},
-        log_path_);
+         absl::StrCat("--serve=", serve), absl::StrCat("--test_inject_device_fault=", fault)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::optional<ChildProcess> child = ChildProcess::Spawn(argv, log_path_);
     ASSERT_TRUE(child.has_value());
     daemon_.emplace(std::move(*child));
     const std::optional<testing::DaemonPorts> ports =
@@ -123,7 +124,13 @@ TEST_F(MemoryFaultDaemonTest, ANonStickyErrorFailsOneRequestAndNothingElse) {
 }
 
 TEST_F(MemoryFaultDaemonTest, AStickyErrorEndsEveryStreamAndTheProcess) {
-  ASSERT_NO_FATAL_FAILURE(Start("both", kSticky));
+  // Checkpoints only on disconnect and shutdown: both come after the fault, so none may be written
+  // from the lost device.
+  const std::string checkpoints = ::testing::TempDir() + "memory_fault_checkpoints";
+  std::filesystem::remove_all(checkpoints);
+  std::filesystem::create_directories(checkpoints);
+  ASSERT_NO_FATAL_FAILURE(
+      Start("both", kSticky, {"--checkpoint_dir=" + checkpoints, "--checkpoint_every_cycles=0"}));
   RawStream robot(brain_.get(), absl::Seconds(600));
   ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
   uint64_t seq = 0;
@@ -149,6 +156,9 @@ TEST_F(MemoryFaultDaemonTest, AStickyErrorEndsEveryStreamAndTheProcess) {
   const std::string log = Log();
   EXPECT_THAT(log, HasSubstr("health NOT_SERVING"));
   EXPECT_THAT(log, HasSubstr("cudaErrorIllegalAddress"));
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints)) {
+    EXPECT_NE(entry.path().extension(), ".ckpt") << "a checkpoint was written from the lost device: " << entry.path();
+  }
 }
 
 TEST_F(MemoryFaultDaemonTest, TheMemoryServiceAloneServesNoRobotsAndStopsOnAStickyError) {
