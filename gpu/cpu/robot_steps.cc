@@ -16,13 +16,8 @@ float OpenCycle(const RobotParams& params, RobotState& state, const float* senso
 namespace {
 
 // cos(key, bank.key[j]) for every entry (0 for unused ones): keys are unit vectors.
-void KeyCosines(const hrr::Cf* key, const MemoryBank& bank, float* cos) {
-  for (int j = 0; j < kMemoryEntries; ++j) {
-    float dot = 0.0f;
-    if (bank.used[j])
-      for (int k = 0; k < kKeyBins; ++k) dot += model::key_dot_term(key[k], model::key_at(bank.key[j], k), k);
-    cos[j] = model::key_cosine(dot);
-  }
+void KeyCosines(const float (*key)[2], const MemoryBank& bank, float* cos) {
+  for (int j = 0; j < kMemoryEntries; ++j) cos[j] = model::key_cosine(bank.used[j] ? model::key_dot(key, bank.key[j]) : 0.0f);
 }
 
 }  // namespace
@@ -38,12 +33,11 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
                 float* slot_pattern) {
   const int64_t pattern_floats = int64_t(shape.memory()) * shape.coarse_voxels();
   float cos[kMemoryEntries];
-  hrr::Cf key[kKeyBins];
+  float key[kKeyBins][2];
 
   state.memory_written = -1;
   if (const float valence = model::memory_write_valence(state, reward); valence != 0.0f) {
-    for (int k = 0; k < kKeyBins; ++k) key[k] = model::key_at(state.key_prev, k);
-    KeyCosines(key, bank, cos);
+    KeyCosines(state.key_prev, bank, cos);
     const int entry = model::memory_pick_entry(bank, cos);
     model::memory_note_write(bank, state, entry, valence);
     for (int k = 0; k < kKeyBins; ++k) {
@@ -53,28 +47,28 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
     std::copy_n(pooled_memory, pattern_floats, memory_patterns + entry * pattern_floats);
   }
 
-  float dot = 0.0f;
   for (int k = 0; k < kKeyBins; ++k) {
-    key[k] = model::key_bin(params, sensors, k);
-    dot += model::key_dot_term(key[k], key[k], k);
+    const hrr::Cf q = model::key_bin(params, sensors, k);
+    key[k][0] = q.re;
+    key[k][1] = q.im;
   }
-  const float inv = model::key_inverse_norm(dot);
-  for (int k = 0; k < kKeyBins; ++k) key[k] = hrr::cscale(key[k], inv);
+  const float inv = model::key_inverse_norm(model::key_dot(key, key));
+  for (int k = 0; k < kKeyBins; ++k) {
+    key[k][0] *= inv;
+    key[k][1] *= inv;
+  }
   KeyCosines(key, bank, cos);
   model::memory_recall(bank, cos, state);
   if (state.pattern_active)
     for (int64_t at = 0; at < pattern_floats; ++at)
       slot_pattern[at] = model::recalled_pattern_value(bank, state, memory_patterns, pattern_floats, at);
-  for (int k = 0; k < kKeyBins; ++k) {
-    state.key_prev[k][0] = key[k].re;
-    state.key_prev[k][1] = key[k].im;
-  }
+  std::copy_n(&key[0][0], 2 * kKeyBins, &state.key_prev[0][0]);
 }
 
 namespace {
 
-// Calls fn(j) for every readout feature in use: the P field features and the sensor_count
-// entries of each frame part (the rest are 0 and their weights stay 0: gpu/model/readout.h).
+// Calls fn(j) for every readout feature in use (model::readout_feature_used), in index order:
+// the P field features and the sensor_count entries of each frame part.
 template <typename Fn>
 void ForEachReadoutFeature(int sensor_count, Fn fn) {
   for (int j = 0; j < kFrameFeaturesAt + sensor_count; ++j) fn(j);

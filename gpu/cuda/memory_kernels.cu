@@ -4,8 +4,8 @@
 //                        bookkeeping, this frame's context key, the recall.
 //   MemoryPatternKernel  one block per (memory channel, row): the written entry's coarse pattern
 //                        pooled from F_t, then the recalled pattern P for the evolve pass.
-// Sums are warp and block trees (device_reduce.cuh), so they differ from the CPU's sequential
-// sums by rounding only.
+// The key sums follow model::key_dot's order (a warp: lanes stride the bins, WarpSum folds them),
+// so keys, cosines and every write and recall decision have the CPU engine's bits.
 #include "gpu/cuda/device_reduce.cuh"
 #include "gpu/cuda/kernel_macros.h"
 #include "gpu/cuda/launch.h"
@@ -17,15 +17,13 @@ namespace {
 constexpr int kMemoryThreads = 128;
 constexpr int kMemoryWarps = kMemoryThreads / kWarp;
 
+static_assert(model::kKeyLanes == kWarp, "a key sum is one warp");
+
 // cos[j] <- cos(key, bank.key[j]) for every entry (0 for unused ones); a warp per entry.
 __device__ void EntryCosines(const float (*key)[2], const MemoryBank& bank, float* cos) {
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   for (int j = warp; j < kMemoryEntries; j += kMemoryWarps) {
-    float part = 0.0f;
-    if (bank.used[j])
-      for (int k = lane; k < kKeyBins; k += kWarp)
-        part += model::key_dot_term(model::key_at(key, k), model::key_at(bank.key[j], k), k);
-    const float dot = WarpSum(part);
+    const float dot = WarpSum(bank.used[j] ? model::key_dot_lane(key, bank.key[j], lane) : 0.0f);
     if (lane == 0) cos[j] = model::key_cosine(dot);
   }
 }
@@ -39,7 +37,7 @@ __global__ void __launch_bounds__(kMemoryThreads) MemoryKeyKernel(const CycleArg
   MemoryBank& bank = a.banks[in.slot];
   FB_SHARED(float, key, [kKeyBins][2]);
   FB_SHARED(float, cos, [kMemoryEntries]);
-  FB_SHARED(float, scratch, [kMemoryWarps]);
+  FB_SHARED(float, inv_norm, );
   FB_SHARED(float, valence, );
   FB_SHARED(int, entry, );
   const int t = threadIdx.x;
@@ -69,14 +67,18 @@ __global__ void __launch_bounds__(kMemoryThreads) MemoryKeyKernel(const CycleArg
     __syncthreads();
   }
 
-  float part = 0.0f;
   for (int k = t; k < kKeyBins; k += kMemoryThreads) {
     const hrr::Cf q = model::key_bin(p, in.sensors, k);
     key[k][0] = q.re;
     key[k][1] = q.im;
-    part += model::key_dot_term(q, q, k);
   }
-  const float inv = model::key_inverse_norm(BlockSum<kMemoryThreads>(part, scratch));
+  __syncthreads();
+  if (t < kWarp) {  // warp 0: |q|^2 in key_dot's order
+    const float dot = WarpSum(model::key_dot_lane(key, key, t));
+    if (t == 0) inv_norm = model::key_inverse_norm(dot);
+  }
+  __syncthreads();
+  const float inv = inv_norm;
   for (int k = t; k < kKeyBins; k += kMemoryThreads) {
     key[k][0] *= inv;
     key[k][1] *= inv;

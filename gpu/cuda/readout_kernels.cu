@@ -104,7 +104,8 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   // Step 4: motors, from the actor as it was.
   for (int k = warp; k < motor_count; k += kCloseWarps) {
     float dot = 0.0f;
-    for (int j = lane; j < kReadoutFeatures; j += kWarp) dot += st.wm[k][j] * model::actor_feature(j, psi[j]);
+    for (int j = lane; j < kReadoutFeatures; j += kWarp)
+      if (model::readout_feature_used(j, sensor_count)) dot += st.wm[k][j] * model::actor_feature(j, psi[j]);
     dot = WarpSum(dot);
     if (lane == 0) {
       const int g = model::motor_group(k), axis = model::motor_axis(k);
@@ -119,13 +120,15 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   // as they were (and a bad surprise withdraws the motors sent last cycle), then the traces take
   // this action; then the critic learns.
   float critic_part = 0.0f;
-  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) critic_part += st.critic[j] * psi[j];
+  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads)
+    if (model::readout_feature_used(j, sensor_count)) critic_part += st.critic[j] * psi[j];
   const float value_now = critic_bias_before + BlockSum<kCloseThreads>(critic_part, scratch);
   const float delta = model::td_error(reward, st.reward_slow, value_now, value_prev);
   for (int k = 0; k < motor_count; ++k) {
     const float xi = st.innovation[k];
     const float withdraw = model::withdraw_step(delta, st.motor_prev[k]);
     for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) {
+      if (!model::readout_feature_used(j, sensor_count)) continue;
       const float af = model::actor_feature(j, psi[j]);
       if (p.learn_motors) {
         const float w = model::wm_next(st.wm[k][j], delta, st.trace[k][j], learned[k], af);
@@ -143,7 +146,7 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   }
   const float step = model::critic_step(delta, psi_prev_norm2);
   for (int j = tid; j < kReadoutFeatures; j += kCloseThreads)
-    st.critic[j] = model::critic_next(st.critic[j], step, psi_prev[j]);
+    if (model::readout_feature_used(j, sensor_count)) st.critic[j] = model::critic_next(st.critic[j], step, psi_prev[j]);
   if (tid == 0) {
     st.critic_bias = model::critic_next(critic_bias_before, step, 1.0f);
     st.value_prev = value_now;
@@ -155,6 +158,7 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
     const float e = errors[i];
     float dot = 0.0f;
     for (int j = lane; j < kReadoutFeatures; j += kWarp) {
+      if (!model::readout_feature_used(j, sensor_count)) continue;
       const float w = model::wp_next(st.wp[i][j], e, psi_prev[j], inv_norm2);
       st.wp[i][j] = w;
       dot += w * psi[j];
@@ -164,7 +168,8 @@ __global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArg
   }
   __syncthreads();  // the new predictions visible to the whole block
 
-  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) st.psi_prev[j] = psi[j];
+  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads)
+    if (model::readout_feature_used(j, sensor_count)) st.psi_prev[j] = psi[j];
   if (tid < motor_count) st.motor_prev[tid] = motors[tid];
   BatchOutputRow& o = a.outputs[row];
   if (tid < kMaxMotors) o.motors[tid] = tid < motor_count ? motors[tid] : 0.0f;

@@ -19,6 +19,7 @@
 
 #include "gpu/model/hd.h"
 #include "gpu/model/philox.h"
+#include "gpu/model/portable_math.h"
 
 namespace fieldbrain::hrr {
 
@@ -37,6 +38,10 @@ FB_HD Cf cmul_conj(Cf a, Cf b) { return Cf{a.re * b.re + a.im * b.im, a.im * b.r
 FB_HD Cf cscale(Cf a, float s) { return Cf{a.re * s, a.im * s}; }
 FB_HD Cf cadd(Cf a, Cf b) { return Cf{a.re + b.re, a.im + b.im}; }
 FB_HD float cabs2(Cf a) { return a.re * a.re + a.im * a.im; }
+
+// Get's factor: a raw vector is IFFT(A) / D, and both backends scale the transform's output by it
+// (one order, so they round alike; scaling the spectrum first lost the low bits of tiny values).
+FB_HD float GetScale(int dim) { return 1.0f / float(dim); }
 
 // Bins below this squared magnitude count as zero for the exact inverse and the projection.
 inline constexpr float kTinyBin2 = 1e-24f;
@@ -89,8 +94,8 @@ FB_HD float unit_scale(float n2) {
 FB_HD Cf shift_phase(int k, int shift, int dim) {
   int64_t m = (int64_t(k) * int64_t(shift)) % dim;
   if (m < 0) m += dim;
-  const float angle = -2.0f * kPi * float(m) / float(dim);
-  return Cf{cosf(angle), sinf(angle)};
+  const model::SinCos e = model::sin_cos(-2.0f * kPi * float(m) / float(dim));
+  return Cf{e.cos, e.sin};
 }
 
 // A_k^v: magnitude to the power v, phase times v (principal phase in (-pi, pi]). Meant for
@@ -100,10 +105,13 @@ FB_HD Cf shift_phase(int k, int shift, int dim) {
 FB_HD Cf cpow(Cf a, float v, bool real_bin) {
   const float m2 = cabs2(a);
   if (m2 < kTinyBin2) return v == 0.0f ? Cf{1.0f, 0.0f} : Cf{};
-  const float mag = expf(0.5f * v * logf(m2));
-  if (real_bin) return Cf{a.re >= 0.0f ? mag : mag * cosf(kPi * v), 0.0f};
-  const float phase = v * atan2f(a.im, a.re);
-  return Cf{mag * cosf(phase), mag * sinf(phase)};
+  // |A|^v = e^(v/2 log |A|^2). fast_exp's range is +-87: beyond it the bin is out of float's range
+  // (~e^88.7) or nearly so, and it becomes Inf, which the result checks refuse as not finite, or 0.
+  const float log_mag = 0.5f * v * model::fast_log(m2);
+  const float mag = log_mag > 87.0f ? model::bits_to_float(0x7F800000) : log_mag < -87.0f ? 0.0f : model::fast_exp(log_mag);
+  if (real_bin) return Cf{a.re >= 0.0f ? mag : mag * model::sin_cos(kPi * v).cos, 0.0f};
+  const model::SinCos e = model::sin_cos(v * model::fast_atan2(a.im, a.re));
+  return Cf{mag * e.cos, mag * e.sin};
 }
 
 // Bin k of vector `index` of the Gaussian N(0, 1/D) stream of `seed`.
@@ -123,7 +131,8 @@ FB_HD float phase_of_bits(uint32_t bits) { return kPi * (2.0f * model::uniform_o
 FB_HD Cf unitary_bin(uint64_t seed, uint64_t index, int k, int bins) {
   if (k == 0 || k == bins - 1) return Cf{1.0f, 0.0f};
   const float phi = phase_of_bits(model::uniform_bits(seed, model::Domain::kHrrVector, index, 0x80000000u | uint32_t(k)));
-  return Cf{cosf(phi), sinf(phi)};
+  const model::SinCos e = model::sin_cos(phi);
+  return Cf{e.cos, e.sin};
 }
 
 }  // namespace fieldbrain::hrr

@@ -25,6 +25,7 @@
 #include "gpu/model/field_shape.h"
 #include "gpu/model/hd.h"
 #include "gpu/model/philox.h"
+#include "gpu/model/portable_math.h"
 #include "gpu/model/robot_state.h"
 
 namespace fieldbrain::model {
@@ -58,9 +59,9 @@ FB_HD hrr::Cf key_bin(const RobotParams& p, const float* sensors, int k) {
   if (k == 0 || k == kKeyBins - 1) return hrr::Cf{};
   hrr::Cf q{};
   for (int i = 0; i < p.sensor_count; ++i) {
-    const float angle = p.key_role_phase[i][k] + kKeyBandwidth * sensors[i] * p.key_base_phase[k];
-    q.re += cosf(angle);
-    q.im += sinf(angle);
+    const SinCos e = sin_cos(p.key_role_phase[i][k] + kKeyBandwidth * sensors[i] * p.key_base_phase[k]);
+    q.re += e.cos;
+    q.im += e.sin;
   }
   return q;
 }
@@ -68,6 +69,29 @@ FB_HD hrr::Cf key_bin(const RobotParams& p, const float* sensors, int k) {
 // Bin k's share of D <a, b> for keys (Parseval, gpu/hrr/hrr_math.h).
 FB_HD float key_dot_term(hrr::Cf a, hrr::Cf b, int k) { return hrr::dot_term(a, b, k, kKeyBins); }
 FB_HD hrr::Cf key_at(const float (*key)[2], int k) { return hrr::Cf{key[k][0], key[k][1]}; }
+
+// D <a, b> for two keys is summed in one order on both engines, because the hard decisions (same
+// context, recall above the threshold, the recall's order) read it: 32 lanes, lane l adding the
+// terms of bins l, l + 32, l + 64, ... in turn (key_dot_lane), then the lanes folded as a warp's
+// shuffle-down tree folds them: lane l += lane l + 16, then + 8, + 4, + 2, + 1 (key_dot_fold; the
+// CUDA engine's WarpSum in gpu/cuda/device_reduce.cuh is that tree).
+inline constexpr int kKeyLanes = 32;
+FB_HD float key_dot_lane(const float (*a)[2], const float (*b)[2], int lane) {
+  float part = 0.0f;
+  for (int k = lane; k < kKeyBins; k += kKeyLanes) part += key_dot_term(key_at(a, k), key_at(b, k), k);
+  return part;
+}
+FB_HD float key_dot_fold(float* lanes) {
+  for (int offset = kKeyLanes / 2; offset > 0; offset /= 2)
+    for (int l = 0; l < offset; ++l) lanes[l] += lanes[l + offset];
+  return lanes[0];
+}
+// The whole sum, for an engine that runs it on one thread.
+FB_HD float key_dot(const float (*a)[2], const float (*b)[2]) {
+  float lanes[kKeyLanes];
+  for (int l = 0; l < kKeyLanes; ++l) lanes[l] = key_dot_lane(a, b, l);
+  return key_dot_fold(lanes);
+}
 
 // 1 / |q| from sum_k key_dot_term(q, q, k); 0 for a zero key.
 FB_HD float key_inverse_norm(float dot_sum) {
@@ -133,7 +157,7 @@ FB_HD void memory_recall(const MemoryBank& bank, const float* cos_now, RobotStat
   float total = 0.0f;
   for (int m = 0; m < kRecallTop; ++m) {
     if (top[m] < 0) continue;
-    raw[m] = bank.strength[top[m]] * expf((cos_now[top[m]] - cos_now[top[0]]) / kRecallTemperature);
+    raw[m] = bank.strength[top[m]] * fast_exp((cos_now[top[m]] - cos_now[top[0]]) / kRecallTemperature);
     total += raw[m];
   }
   bool active = false;

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "gpu/model/hd.h"
+#include "gpu/model/portable_math.h"
 
 namespace fieldbrain::model {
 
@@ -57,7 +58,7 @@ FB_HD float normal_draw(uint64_t seed, Domain domain, uint64_t index, uint32_t k
       uint32_t(seed), uint32_t(seed >> 32));
   const float u1 = uniform_open0(r.v[0]);
   const float u2 = uniform_open0(r.v[1]);
-  return sqrtf(-2.0f * logf(u1)) * cosf(6.28318531f * u2);
+  return sqrtf(-2.0f * fast_log(u1)) * sin_cos(6.28318531f * u2).cos;
 }
 
 }  // namespace fieldbrain::model

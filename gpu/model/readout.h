@@ -167,4 +167,11 @@ FB_HD void compute_features(const FieldSummary& sum, const FieldShape& s, float&
 inline constexpr float kFrameGain = 4.0f;
 FB_HD float frame_feature(float s) { return kFrameGain * s; }
 
+// Whether readout feature j is in use for a robot with n sensors: the P field features and the
+// first n entries of each frame part. Both engines read and move only these weights, so a weight
+// past sensor_count (0 unless a snapshot says otherwise) never enters a sum on either.
+FB_HD bool readout_feature_used(int j, int n) {
+  return j < kFrameFeaturesAt + n || (j >= kContextFeaturesAt && j < kContextFeaturesAt + n);
+}
+
 }  // namespace fieldbrain::model

@@ -88,7 +88,7 @@ class CpuHrrSpace final : public HrrSpace {
     if (absl::Status s = CheckGet(slots, values.size(), config_); !s.ok()) return s;
     const int n = int(slots.size());
     const int dim = config_.dim;
-    const float scale = 1.0f / float(dim);
+    const float scale = GetScale(dim);
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n >= kParallelFrom)
     for (int i = 0; i < n; ++i) {
       float* out = values.data() + size_t(i) * size_t(dim);
