@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The contraction policy (docs/decisions.md, "Parity by construction") as nvcc applies it: every
+# kernel file of a CUDA target, compiled to PTX with that target's own flags, holds no fused
+# multiply-add and rounds every float multiply and add explicitly (.rn, which ptxas may not fuse
+# either). Usage: kernels_without_fma_test.sh NVCC TARGET_DIR SOURCE.cu... (TARGET_DIR: the
+# target's CMakeFiles/<name>.dir, whose flags.make holds the flags the build uses).
+set -euo pipefail
+nvcc=$1
+target_dir=$2
+shift 2
+
+flags_line=$(grep -E '^CUDA_FLAGS = ' "$target_dir/flags.make" | sed 's/^CUDA_FLAGS = //')
+defines=$(grep -E '^CUDA_DEFINES = ' "$target_dir/flags.make" | sed 's/^CUDA_DEFINES = //' || true)
+includes_file="$target_dir/includes_CUDA.rsp"
+# One architecture is enough to read the PTX: drop the fat binary's list.
+read -r -a flags <<<"$(sed -E 's/--generate-code=[^ ]+//g' <<<"$flags_line")"
+read -r -a define_args <<<"$defines"
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+failed=0
+for source in "$@"; do
+  ptx="$scratch/$(basename "$source").ptx"
+  (cd "$(dirname "$target_dir")/.." && "$nvcc" "${define_args[@]}" --options-file "$includes_file" "${flags[@]}" \
+    -arch=compute_90 -ptx "$source" -o "$ptx")
+  fused=$(grep -c 'fma\.rn\.f32' "$ptx" || true)
+  unrounded=$(grep -cE '^\s*(mul|add|sub)\.f32' "$ptx" || true)
+  rounded=$(grep -cE '^\s*(mul|add|sub)\.rn\.f32' "$ptx" || true)
+  echo "$(basename "$source"): fma.rn.f32 $fused, mul/add/sub without .rn $unrounded, with .rn $rounded"
+  if [[ $fused -ne 0 || $unrounded -ne 0 || $rounded -eq 0 ]]; then
+    echo "  FAIL: $source is compiled with FMA contraction allowed" >&2
+    failed=1
+  fi
+done
+exit $failed
