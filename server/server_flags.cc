@@ -73,8 +73,8 @@ ABSL_FLAG(int64_t, memory_arena_bytes, fieldbrain::server::kDefaultMemoryArenaBy
           "service; else 1 MiB to 1 TiB)");
 ABSL_FLAG(int, memory_max_request_vectors, fieldbrain::server::kDefaultMemoryMaxRequestVectors,
           "most vectors one Memory request may name or make (1-65536); a Cleanup compares at most "
-          "16 times as many pairs. Bounds how long one request holds up the robots' cycles (the "
-          "default: a few ms on one CPU core at dimension 1024)");
+          "16 times as many pairs. Bounds how long one request holds up the Memory requests queued "
+          "behind it (the default: a few ms on one CPU core at dimension 1024)");
 
 namespace fieldbrain::server {
 

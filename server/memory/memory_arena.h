@@ -1,13 +1,13 @@
 // MemoryArena: the Memory service's memory budget (--memory_arena_bytes), taken once at start on
-// the engine thread.
+// the Memory thread (memory_thread.h).
 //
 // With a host block (the CPU backend) the spaces keep their vectors in 256-byte aligned regions
 // carved from one allocation made at start. Without one (the CUDA backend: its spaces allocate
-// device memory themselves, on the engine thread, the only thread that may touch the GPU) the
+// device memory themselves, on the Memory thread, the only thread of the service that touches the GPU) the
 // arena only counts. Either way every other byte a space takes (its work areas and its index)
 // counts against the same budget, so the spaces together never hold more than bytes().
 //
-// Engine thread only, like the spaces it serves.
+// Memory thread only, like the spaces it serves.
 #pragma once
 
 #include <cstddef>

@@ -23,7 +23,7 @@ inline constexpr int kMaxSpaceCapacity = 1 << 20;
 // be dropped from its own matches.
 inline constexpr int kMaxCleanupK = 32;
 // A Get answers at most this many floats (2 MiB), within every gRPC client's default 4 MiB
-// receive limit, and its serialisation on the engine thread stays short.
+// receive limit, and its serialisation on the Memory thread stays short.
 inline constexpr int kMaxGetValues = 1 << 19;
 // A (query, candidate) cosine costs about a fifth of what making a vector does (measured on the
 // CPU backend, D = 1024: ~0.7 us against 1-15 us): a Cleanup may compare this many pairs per
@@ -50,7 +50,7 @@ struct MemoryOptions {
 inline constexpr int kLimitDimension = 1024;
 
 // What one request may name or make: checked on the gRPC thread where the request alone decides
-// (the limits at kLimitDimension and below), on the engine thread where the space's dimension
+// (the limits at kLimitDimension and below), on the Memory thread where the space's dimension
 // does.
 struct RequestLimits {
   int max_request_vectors = 256;

@@ -1,4 +1,4 @@
-// The Memory service's operations on one space, run on the engine thread. Each resolves the
+// The Memory service's operations on one space, run on the Memory thread. Each resolves the
 // request's ids, checks what depends on the space (dimensions, room, cost), then runs the HRR
 // library and fills the response: all or nothing (MemorySpace::Store). The request has passed
 // request_checks.h. Library calls are cut into pieces of the space's max_batch where a request
@@ -16,7 +16,7 @@
 
 namespace fieldbrain::server::memory {
 
-// Host scratch reused by every request (the engine thread runs one at a time).
+// Host scratch reused by every request (the Memory thread runs one at a time).
 struct OpScratch {
   DigestScratch digest;
   std::vector<int32_t> a, b, c;

@@ -3,7 +3,7 @@
 // unknown rather than naming a later vector), the free slots, and each stored vector's SHA-256.
 //
 // Free slots always hold the zero vector (a new HrrSpace is zeroed, deleted and abandoned slots
-// are zeroed again), so the library's cleanup over every slot never returns one. Engine thread
+// are zeroed again), so the library's cleanup over every slot never returns one. Memory thread
 // only.
 #pragma once
 
@@ -24,7 +24,7 @@
 
 namespace fieldbrain::server::memory {
 
-// Host scratch for digests, shared by every space (the engine thread runs one request at a time).
+// Host scratch for digests, shared by every space (the Memory thread runs one request at a time).
 struct DigestScratch {
   std::unique_ptr<VectorDigester> digester;
   std::vector<hrr::Cf> spectra;

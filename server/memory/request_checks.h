@@ -1,7 +1,7 @@
 // The Memory service's checks of a request by itself, run on the gRPC thread before the request
-// is handed to the engine thread: names, list lengths, limits, finite values (Put's also within
+// is handed to the Memory thread: names, list lengths, limits, finite values (Put's also within
 // +-hrr::kMaxValue). What depends on the spaces (unknown names and ids, dimensions, room) is
-// checked on the engine thread. Each returns INVALID_ARGUMENT naming the offending field and
+// checked on the Memory thread. Each returns INVALID_ARGUMENT naming the offending field and
 // element, or OK.
 #pragma once
 

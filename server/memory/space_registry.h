@@ -1,5 +1,5 @@
 // SpaceRegistry: the Memory service's spaces by name, each taking its bytes from one arena.
-// Names are global to the server. Engine thread only.
+// Names are global to the server. Memory thread only.
 #pragma once
 
 #include <cstdint>

@@ -103,7 +103,7 @@ TEST_F(MemoryFaultDaemonTest, ANonStickyErrorFailsOneRequestAndNothingElse) {
   ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
   grpc::Status failed;
   EXPECT_TRUE(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
-  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_THAT(failed.error_message(), HasSubstr("cudaErrorInvalidConfiguration"));
   grpc::Status retried;
   EXPECT_EQ(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &retried).size(), 4u)
