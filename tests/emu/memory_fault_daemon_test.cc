@@ -4,7 +4,8 @@
 //   notices and every service stays SERVING;
 // - a sticky error (the process's device context is lost) fails the request UNAVAILABLE, ends
 //   every robot stream UNAVAILABLE saying why, and the daemon exits by itself with status 3, in
-//   `both` mode and in `memory` mode (which serves no robots: Cycle is UNIMPLEMENTED there).
+//   `both` mode and in `memory` mode (which serves no robots: Cycle is UNIMPLEMENTED there);
+// - a sticky error in the robots' engine ends a `both` process the same way.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -159,6 +160,27 @@ TEST_F(MemoryFaultDaemonTest, AStickyErrorEndsEveryStreamAndTheProcess) {
   for (const auto& entry : std::filesystem::directory_iterator(checkpoints)) {
     EXPECT_NE(entry.path().extension(), ".ckpt") << "a checkpoint was written from the lost device: " << entry.path();
   }
+}
+
+TEST_F(MemoryFaultDaemonTest, AStickyErrorInTheEngineEndsTheProcessToo) {
+  // The same context from the other side: the robots' engine faults, and the Memory service of the
+  // same process goes down with it.
+  ASSERT_NO_FATAL_FAILURE(Start("both", "EvolveKernel:700"));
+  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
+  RawStream robot(brain_.get(), absl::Seconds(600));
+  ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
+  uint64_t seq = 0;
+  for (int i = 0; i < 200 && robot.Step(FrameRequest(++seq, {0.1f, 0.2f, -0.3f, 0.4f})).has_value(); ++i) {
+  }
+  const grpc::Status end = robot.Finish();
+  EXPECT_EQ(end.error_code(), grpc::StatusCode::UNAVAILABLE) << end.error_message();
+  EXPECT_THAT(end.error_message(), HasSubstr("device context was lost"));
+
+  const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
+  ASSERT_TRUE(status.has_value()) << "the daemon kept running on a lost device:\n" << Log();
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), kExitDeviceLost) << Log();
+  EXPECT_THAT(Log(), HasSubstr("health NOT_SERVING"));
 }
 
 TEST_F(MemoryFaultDaemonTest, TheMemoryServiceAloneServesNoRobotsAndStopsOnAStickyError) {
