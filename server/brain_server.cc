@@ -21,12 +21,6 @@ namespace {
 constexpr char kBrainServiceName[] = "brain.v1.Brain";
 constexpr char kMemoryServiceName[] = "brain.v1.Memory";
 
-// The Memory service's backend where no engine runs (--serve=memory): what --engine would pick.
-std::string MemoryBackendFor(const std::string& engine) {
-  if (engine == "auto") return CudaEngineAvailable() ? "cuda" : "cpu";
-  return engine;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConfig& config,
@@ -45,7 +39,16 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
     memory::MemoryOptions memory_options;
     memory_options.arena_bytes = config.memory_arena_bytes;
     memory_options.max_request_vectors = config.memory_max_request_vectors;
-    memory_options.engine_kind = ServesBrain(config) ? server->facts().kind : MemoryBackendFor(config.engine);
+    if (ServesBrain(config)) {
+      memory_options.engine_kind = server->facts().kind;  // the engine's self-check covered the HRR too
+    } else {
+      absl::StatusOr<std::string> backend = server->ChooseMemoryBackend();
+      if (!backend.ok()) {
+        server->StopEarly();
+        return backend.status();
+      }
+      memory_options.engine_kind = *std::move(backend);
+    }
     memory_options.access = &server->access_;
     // Runs on the Memory thread, only once requests run, by which time server_ is set.
     memory_options.on_device_lost = [srv = server.get()](const absl::Status& lost) { srv->OnDeviceLost(lost); };
@@ -108,6 +111,26 @@ absl::StatusOr<std::unique_ptr<BrainServer>> BrainServer::Start(const ServerConf
     LogWarning("test hook: the device fault ", config.test_inject_device_fault, " is armed");
   }
   return server;
+}
+
+absl::StatusOr<std::string> BrainServer::ChooseMemoryBackend() {
+  absl::StatusOr<HrrBackendChoice> choice = ChooseHrrBackend(config_.engine);
+  if (!choice.ok()) return choice.status();
+  metrics_->SetEngineInfo(choice->backend, EngineReasonName(choice->reason));
+  switch (choice->reason) {
+    case EngineReason::kSelfCheckPassed:
+      LogInfo("CUDA HRR backend self-check passed: ", choice->self_check);
+      break;
+    case EngineReason::kSelfCheckFailed:
+      LogWarning(choice->self_check, "; the Memory service runs on the CPU backend instead (--engine=cuda would refuse to start)");
+      break;
+    case EngineReason::kNoCudaDevice:
+      if (!choice->self_check.empty()) LogWarning("Memory service: ", choice->self_check, "; it runs on the CPU backend");
+      break;
+    case EngineReason::kCpuRequested:
+      break;
+  }
+  return choice->backend;
 }
 
 absl::Status BrainServer::StartBrain(const std::string& version) {

@@ -77,6 +77,9 @@ class BrainServer {
   explicit BrainServer(const ServerConfig& config);
   // The robots' half: checkpointer, engine thread, sessions, the Brain service.
   absl::Status StartBrain(const std::string& version);
+  // --serve=memory: the Memory service's backend by --engine, a CUDA one proven by its start-up
+  // HRR round trip (server/engine_choice.h); said in the log and in brain_engine_info.
+  absl::StatusOr<std::string> ChooseMemoryBackend();
   void ReapIdle();
   // The engine latched a failure (engine thread): health NOT_SERVING, every stream ended; on the
   // CUDA engine the device context is lost too (OnDeviceLost).

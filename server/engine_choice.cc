@@ -61,4 +61,20 @@ absl::StatusOr<EngineChoice> ChooseEngine(std::string_view kind, const EngineCon
   return EngineChoice{*std::move(cpu), EngineReason::kSelfCheckFailed, failure};
 }
 
+absl::StatusOr<HrrBackendChoice> ChooseHrrBackend(std::string_view kind) {
+  const bool want_cuda = kind == "cuda" || (kind == "auto" && CudaEngineAvailable());
+  if (!want_cuda) return HrrBackendChoice{"cpu", kind == "auto" ? EngineReason::kNoCudaDevice : EngineReason::kCpuRequested, ""};
+  absl::StatusOr<hrr::HrrCanaryReport> round_trip = hrr::RunHrrCanary("cuda");
+  if (absl::IsUnavailable(round_trip.status()))
+    return HrrBackendChoice{"cpu", EngineReason::kNoCudaDevice,
+                            absl::StrCat("no CUDA HRR backend (", round_trip.status().message(), ")")};
+  std::string measured = round_trip.ok() ? hrr::DescribeHrrCanary(*round_trip)
+                                         : absl::StrCat("the HRR round trip failed: ", round_trip.status().message());
+  if (round_trip.ok() && hrr::HrrCanaryPassed(*round_trip))
+    return HrrBackendChoice{"cuda", EngineReason::kSelfCheckPassed, std::move(measured)};
+  const std::string failure = absl::StrCat("the CUDA HRR backend failed its start-up self-check: ", measured);
+  if (kind == "cuda") return absl::FailedPreconditionError(failure);
+  return HrrBackendChoice{"cpu", EngineReason::kSelfCheckFailed, failure};
+}
+
 }  // namespace fieldbrain::server

@@ -32,4 +32,16 @@ struct EngineChoice {
 // the CPU engine, with the reason. Runs on the thread that will own the engine.
 absl::StatusOr<EngineChoice> ChooseEngine(std::string_view kind, const EngineConfig& config);
 
+// The Memory service's backend where no engine runs (--serve=memory), by the same rules: a CUDA
+// backend serves only after its HRR round trip matched the CPU backend's at start. cuda: refused
+// (FAILED_PRECONDITION with the figures) when it does not; auto: the CPU backend, with the reason.
+// A machine without the CUDA HRR libraries (no cuFFT) is no failure of the card: cpu, and the
+// self_check says why. Runs on the thread that starts the service, before any request.
+struct HrrBackendChoice {
+  std::string backend;  // "cpu" or "cuda"
+  EngineReason reason = EngineReason::kCpuRequested;
+  std::string self_check;
+};
+absl::StatusOr<HrrBackendChoice> ChooseHrrBackend(std::string_view kind);
+
 }  // namespace fieldbrain::server

@@ -110,5 +110,35 @@ TEST_F(EngineChoiceTest, ADeviceFaultDuringTheCanaryFallsBackOnAuto) {
   EXPECT_TRUE(Contains(choice->self_check, "cudaErrorIllegalAddress")) << choice->self_check;
 }
 
+// --serve=memory: no engine, so the Memory service's CUDA backend proves itself alone.
+TEST_F(EngineChoiceTest, TheMemoryServiceAloneServesOnACorrectCard) {
+  for (std::string_view kind : {"cuda", "auto"}) {
+    absl::StatusOr<HrrBackendChoice> choice = ChooseHrrBackend(kind);
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    EXPECT_EQ(choice->backend, "cuda");
+    EXPECT_EQ(choice->reason, EngineReason::kSelfCheckPassed);
+    EXPECT_TRUE(Contains(choice->self_check, "HRR round trip")) << choice->self_check;
+  }
+  absl::StatusOr<HrrBackendChoice> cpu = ChooseHrrBackend("cpu");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->backend, "cpu");
+  EXPECT_EQ(cpu->reason, EngineReason::kCpuRequested);
+}
+
+TEST_F(EngineChoiceTest, AWrongHrrResultKeepsTheMemoryServiceAloneOffTheCard) {
+  emu::InjectKernelEffect("CommitKernel", &NudgeCommittedBin, nullptr, 3);
+  absl::StatusOr<HrrBackendChoice> fallback = ChooseHrrBackend("auto");
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  EXPECT_EQ(fallback->backend, "cpu");
+  EXPECT_EQ(fallback->reason, EngineReason::kSelfCheckFailed);
+  EXPECT_TRUE(Contains(fallback->self_check, "HRR round trip")) << fallback->self_check;
+
+  emu::InjectKernelEffect("CommitKernel", &NudgeCommittedBin, nullptr, 3);
+  absl::StatusOr<HrrBackendChoice> refused = ChooseHrrBackend("cuda");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(std::string(refused.status().message()), "self-check")) << refused.status();
+}
+
 }  // namespace
 }  // namespace fieldbrain::server

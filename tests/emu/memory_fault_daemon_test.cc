@@ -185,6 +185,8 @@ TEST_F(MemoryFaultDaemonTest, AStickyErrorInTheEngineEndsTheProcessToo) {
 
 TEST_F(MemoryFaultDaemonTest, TheMemoryServiceAloneServesNoRobotsAndStopsOnAStickyError) {
   ASSERT_NO_FATAL_FAILURE(Start("memory", kSticky));
+  // No engine, so the CUDA backend proved itself alone before serving.
+  EXPECT_THAT(Log(), HasSubstr("CUDA HRR backend self-check passed: an HRR round trip")) << Log();
   EXPECT_EQ(Health(""), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("brain.v1.Memory"), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("brain.v1.Brain"), -int(grpc::StatusCode::NOT_FOUND));
