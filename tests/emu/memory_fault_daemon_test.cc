@@ -22,6 +22,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "daemon_client.h"
 #include "memory_calls.h"
 #include "raw_stream.h"
 #include "server_process.h"
@@ -57,32 +58,17 @@ class MemoryFaultDaemonTest : public ::testing::Test {
     const std::optional<testing::DaemonPorts> ports =
         testing::WaitForDaemonPorts(*daemon_, log_path_, absl::Seconds(240));
     ASSERT_TRUE(ports.has_value()) << "brain-server did not start:\n" << Log();
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ports->grpc), grpc::InsecureChannelCredentials());
-    ASSERT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(60)));
-    brain_ = brain::v1::Brain::NewStub(channel_);
-    health_ = grpc::health::v1::Health::NewStub(channel_);
-    memory_.emplace(channel_);
+    client_ = testing::DaemonClient::Connect(ports->grpc, absl::Seconds(60));
+    ASSERT_TRUE(client_.has_value());
   }
 
-  // The service's health, or the gRPC error code of the check as a negative number.
-  int Health(const std::string& service) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    grpc::health::v1::HealthCheckRequest request;
-    request.set_service(service);
-    HealthCheckResponse response;
-    const grpc::Status s = health_->Check(&ctx, request, &response);
-    return s.ok() ? int(response.status()) : -int(s.error_code());
-  }
+  int Health(const std::string& service) { return client_->Health(service); }
 
   std::string Log() const { return testing::ReadFile(log_path_); }
 
   std::string log_path_;
   std::optional<ChildProcess> daemon_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<brain::v1::Brain::Stub> brain_;
-  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
-  std::optional<MemoryCalls> memory_;
+  std::optional<testing::DaemonClient> client_;
 };
 
 int Steps(RawStream& robot, uint64_t& seq, int n) {
@@ -96,18 +82,18 @@ int Steps(RawStream& robot, uint64_t& seq, int n) {
 
 TEST_F(MemoryFaultDaemonTest, ANonStickyErrorFailsOneRequestAndNothingElse) {
   ASSERT_NO_FATAL_FAILURE(Start("both", kNonSticky));
-  RawStream robot(brain_.get(), absl::Seconds(600));
+  RawStream robot(client_->brain(), absl::Seconds(600));
   ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
   uint64_t seq = 0;
   EXPECT_EQ(Steps(robot, seq, 3), 3);
 
-  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
+  ASSERT_TRUE(client_->memory().CreateSpace("facts", 256, 16).ok());
   grpc::Status failed;
-  EXPECT_TRUE(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
+  EXPECT_TRUE(client_->memory().PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
   EXPECT_EQ(failed.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_THAT(failed.error_message(), HasSubstr("cudaErrorInvalidConfiguration"));
   grpc::Status retried;
-  EXPECT_EQ(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &retried).size(), 4u)
+  EXPECT_EQ(client_->memory().PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &retried).size(), 4u)
       << retried.error_message();
 
   EXPECT_EQ(Steps(robot, seq, 3), 3) << "the robot's engine noticed the Memory service's error";
@@ -132,14 +118,14 @@ TEST_F(MemoryFaultDaemonTest, AStickyErrorEndsEveryStreamAndTheProcess) {
   std::filesystem::create_directories(checkpoints);
   ASSERT_NO_FATAL_FAILURE(
       Start("both", kSticky, {"--checkpoint_dir=" + checkpoints, "--checkpoint_every_cycles=0"}));
-  RawStream robot(brain_.get(), absl::Seconds(600));
+  RawStream robot(client_->brain(), absl::Seconds(600));
   ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
   uint64_t seq = 0;
   EXPECT_EQ(Steps(robot, seq, 3), 3);
 
-  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
+  ASSERT_TRUE(client_->memory().CreateSpace("facts", 256, 16).ok());
   grpc::Status failed;
-  EXPECT_TRUE(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
+  EXPECT_TRUE(client_->memory().PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
   EXPECT_EQ(failed.error_code(), grpc::StatusCode::UNAVAILABLE) << failed.error_message();
   EXPECT_THAT(failed.error_message(), HasSubstr("device context is lost"));
 
@@ -166,8 +152,8 @@ TEST_F(MemoryFaultDaemonTest, AStickyErrorInTheEngineEndsTheProcessToo) {
   // The same context from the other side: the robots' engine faults, and the Memory service of the
   // same process goes down with it.
   ASSERT_NO_FATAL_FAILURE(Start("both", "EvolveKernel:700"));
-  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
-  RawStream robot(brain_.get(), absl::Seconds(600));
+  ASSERT_TRUE(client_->memory().CreateSpace("facts", 256, 16).ok());
+  RawStream robot(client_->brain(), absl::Seconds(600));
   ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
   uint64_t seq = 0;
   for (int i = 0; i < 200 && robot.Step(FrameRequest(++seq, {0.1f, 0.2f, -0.3f, 0.4f})).has_value(); ++i) {
@@ -190,13 +176,13 @@ TEST_F(MemoryFaultDaemonTest, TheMemoryServiceAloneServesNoRobotsAndStopsOnAStic
   EXPECT_EQ(Health(""), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("brain.v1.Memory"), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("brain.v1.Brain"), -int(grpc::StatusCode::NOT_FOUND));
-  RawStream robot(brain_.get(), absl::Seconds(60));
+  RawStream robot(client_->brain(), absl::Seconds(60));
   EXPECT_FALSE(robot.Open(MakeHello("robot-0")).has_value());
   EXPECT_EQ(robot.Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
 
-  ASSERT_TRUE(memory_->CreateSpace("facts", 256, 16).ok());
+  ASSERT_TRUE(client_->memory().CreateSpace("facts", 256, 16).ok());
   grpc::Status failed;
-  EXPECT_TRUE(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
+  EXPECT_TRUE(client_->memory().PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
   EXPECT_EQ(failed.error_code(), grpc::StatusCode::UNAVAILABLE) << failed.error_message();
 
   const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));

@@ -15,6 +15,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "daemon_client.h"
 #include "memory_calls.h"
 #include "raw_stream.h"
 #include "server_process.h"
@@ -43,23 +44,11 @@ class ServeModesTest : public ::testing::Test {
     daemon_.emplace(std::move(*child));
     const std::optional<testing::DaemonPorts> ports = testing::WaitForDaemonPorts(*daemon_, log_path_, absl::Seconds(60));
     ASSERT_TRUE(ports.has_value()) << "brain-server did not start:\n" << testing::ReadFile(log_path_);
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ports->grpc), grpc::InsecureChannelCredentials());
-    ASSERT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(30)));
-    brain_ = brain::v1::Brain::NewStub(channel_);
-    health_ = grpc::health::v1::Health::NewStub(channel_);
-    memory_.emplace(channel_);
+    client_ = testing::DaemonClient::Connect(ports->grpc, absl::Seconds(30));
+    ASSERT_TRUE(client_.has_value());
   }
 
-  // The service's health, or the gRPC error code of the check as a negative number.
-  int Health(const std::string& service) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    grpc::health::v1::HealthCheckRequest request;
-    request.set_service(service);
-    HealthCheckResponse response;
-    const grpc::Status s = health_->Check(&ctx, request, &response);
-    return s.ok() ? int(response.status()) : -int(s.error_code());
-  }
+  int Health(const std::string& service) { return client_->Health(service, absl::Seconds(10)); }
 
   void StopCleanly() {
     daemon_->Signal(SIGTERM);
@@ -70,10 +59,7 @@ class ServeModesTest : public ::testing::Test {
 
   std::string log_path_;
   std::optional<ChildProcess> daemon_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<brain::v1::Brain::Stub> brain_;
-  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
-  std::optional<MemoryCalls> memory_;
+  std::optional<testing::DaemonClient> client_;
 };
 
 TEST_F(ServeModesTest, BrainAloneHasNoMemoryService) {
@@ -81,9 +67,9 @@ TEST_F(ServeModesTest, BrainAloneHasNoMemoryService) {
   EXPECT_EQ(Health(""), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("brain.v1.Brain"), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("brain.v1.Memory"), -int(grpc::StatusCode::NOT_FOUND));
-  EXPECT_EQ(memory_->CreateSpace("facts", 64, 8).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(client_->memory().CreateSpace("facts", 64, 8).error_code(), grpc::StatusCode::UNIMPLEMENTED);
 
-  RawStream robot(brain_.get(), absl::Seconds(30));
+  RawStream robot(client_->brain(), absl::Seconds(30));
   ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
   std::optional<brain::v1::MotorFrame> m = robot.Step(FrameRequest(1, {0.1f, 0.2f, 0.3f, 0.4f}));
   ASSERT_TRUE(m.has_value());
@@ -98,17 +84,17 @@ TEST_F(ServeModesTest, MemoryAloneServesNoRobots) {
   EXPECT_EQ(Health("brain.v1.Memory"), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("brain.v1.Brain"), -int(grpc::StatusCode::NOT_FOUND));
 
-  RawStream robot(brain_.get(), absl::Seconds(30));
+  RawStream robot(client_->brain(), absl::Seconds(30));
   EXPECT_FALSE(robot.Open(MakeHello("robot-0")).has_value());
   EXPECT_EQ(robot.Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
   grpc::ClientContext ctx;
   brain::v1::ServerInfo info;
-  EXPECT_EQ(brain_->GetServerInfo(&ctx, brain::v1::GetServerInfoRequest(), &info).error_code(),
+  EXPECT_EQ(client_->brain()->GetServerInfo(&ctx, brain::v1::GetServerInfoRequest(), &info).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
 
-  ASSERT_TRUE(memory_->CreateSpace("facts", 64, 8).ok());
-  EXPECT_EQ(memory_->PutRandom("facts", brain::v1::VECTOR_KIND_UNITARY, 1, 3).size(), 3u);
-  EXPECT_EQ(memory_->List().limits().backend(), "cpu");
+  ASSERT_TRUE(client_->memory().CreateSpace("facts", 64, 8).ok());
+  EXPECT_EQ(client_->memory().PutRandom("facts", brain::v1::VECTOR_KIND_UNITARY, 1, 3).size(), 3u);
+  EXPECT_EQ(client_->memory().List().limits().backend(), "cpu");
   EXPECT_THAT(testing::ReadFile(log_path_), HasSubstr("serve=memory memory_backend=cpu"));
   StopCleanly();
 }
