@@ -64,6 +64,25 @@ class MemoryFaultDaemonTest : public ::testing::Test {
 
   int Health(const std::string& service) { return client_->Health(service); }
 
+  // The robot's stream ends UNAVAILABLE saying why (bounded: a daemon that never ends it fails
+  // here, not by the test's timeout).
+  static void ExpectStreamEndsOnTheLostDevice(RawStream& robot, uint64_t& seq) {
+    for (int i = 0; i < 200 && robot.Step(FrameRequest(++seq, {0.1f, 0.2f, -0.3f, 0.4f})).has_value(); ++i) {
+    }
+    const grpc::Status end = robot.Finish();
+    EXPECT_EQ(end.error_code(), grpc::StatusCode::UNAVAILABLE) << end.error_message();
+    EXPECT_THAT(end.error_message(), HasSubstr("device context was lost"));
+  }
+
+  // The daemon exits by itself with status 3, having said NOT_SERVING.
+  void ExpectExitOnTheLostDevice() {
+    const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
+    ASSERT_TRUE(status.has_value()) << "the daemon kept running on a lost device:\n" << Log();
+    ASSERT_TRUE(WIFEXITED(*status));
+    EXPECT_EQ(WEXITSTATUS(*status), kExitDeviceLost) << Log();
+    EXPECT_THAT(Log(), HasSubstr("health NOT_SERVING"));
+  }
+
   std::string Log() const { return testing::ReadFile(log_path_); }
 
   std::string log_path_;
@@ -129,20 +148,9 @@ TEST_F(MemoryFaultDaemonTest, AStickyErrorEndsEveryStreamAndTheProcess) {
   EXPECT_EQ(failed.error_code(), grpc::StatusCode::UNAVAILABLE) << failed.error_message();
   EXPECT_THAT(failed.error_message(), HasSubstr("device context is lost"));
 
-  // The robot's stream ends (bounded: a daemon that never ends it fails below, not by timeout).
-  for (int i = 0; i < 200 && robot.Step(FrameRequest(++seq, {0.1f, 0.2f, -0.3f, 0.4f})).has_value(); ++i) {
-  }
-  const grpc::Status end = robot.Finish();
-  EXPECT_EQ(end.error_code(), grpc::StatusCode::UNAVAILABLE) << end.error_message();
-  EXPECT_THAT(end.error_message(), HasSubstr("device context was lost"));
-
-  const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
-  ASSERT_TRUE(status.has_value()) << "the daemon kept running on a lost device:\n" << Log();
-  ASSERT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), kExitDeviceLost) << Log();
-  const std::string log = Log();
-  EXPECT_THAT(log, HasSubstr("health NOT_SERVING"));
-  EXPECT_THAT(log, HasSubstr("cudaErrorIllegalAddress"));
+  ExpectStreamEndsOnTheLostDevice(robot, seq);
+  ASSERT_NO_FATAL_FAILURE(ExpectExitOnTheLostDevice());
+  EXPECT_THAT(Log(), HasSubstr("cudaErrorIllegalAddress"));
   for (const auto& entry : std::filesystem::directory_iterator(checkpoints)) {
     EXPECT_NE(entry.path().extension(), ".ckpt") << "a checkpoint was written from the lost device: " << entry.path();
   }
@@ -156,17 +164,8 @@ TEST_F(MemoryFaultDaemonTest, AStickyErrorInTheEngineEndsTheProcessToo) {
   RawStream robot(client_->brain(), absl::Seconds(600));
   ASSERT_TRUE(robot.Open(MakeHello("robot-0")).has_value());
   uint64_t seq = 0;
-  for (int i = 0; i < 200 && robot.Step(FrameRequest(++seq, {0.1f, 0.2f, -0.3f, 0.4f})).has_value(); ++i) {
-  }
-  const grpc::Status end = robot.Finish();
-  EXPECT_EQ(end.error_code(), grpc::StatusCode::UNAVAILABLE) << end.error_message();
-  EXPECT_THAT(end.error_message(), HasSubstr("device context was lost"));
-
-  const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
-  ASSERT_TRUE(status.has_value()) << "the daemon kept running on a lost device:\n" << Log();
-  ASSERT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), kExitDeviceLost) << Log();
-  EXPECT_THAT(Log(), HasSubstr("health NOT_SERVING"));
+  ExpectStreamEndsOnTheLostDevice(robot, seq);
+  ExpectExitOnTheLostDevice();
 }
 
 TEST_F(MemoryFaultDaemonTest, TheMemoryServiceAloneServesNoRobotsAndStopsOnAStickyError) {
@@ -184,11 +183,7 @@ TEST_F(MemoryFaultDaemonTest, TheMemoryServiceAloneServesNoRobotsAndStopsOnAStic
   grpc::Status failed;
   EXPECT_TRUE(client_->memory().PutRandom("facts", brain::v1::VECTOR_KIND_GAUSSIAN, 1, 4, 0, &failed).empty());
   EXPECT_EQ(failed.error_code(), grpc::StatusCode::UNAVAILABLE) << failed.error_message();
-
-  const std::optional<int> status = daemon_->WaitExit(absl::Seconds(120));
-  ASSERT_TRUE(status.has_value()) << "the daemon kept running on a lost device:\n" << Log();
-  ASSERT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), kExitDeviceLost) << Log();
+  ExpectExitOnTheLostDevice();
 }
 
 }  // namespace
