@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -55,6 +56,9 @@ struct State {
   std::vector<Injection> run_injections;
   std::vector<Injection> call_faults;
   std::vector<std::string> reports;
+  CUmemPoolHandle_st default_pool;
+  std::map<cudaMemPool_t, std::unique_ptr<CUmemPoolHandle_st>> pools;
+  std::map<std::string, int64_t, std::less<>> calls;  // entry points by name, for CallCount
 };
 
 const Card* CardFromEnvironment() {
@@ -135,6 +139,7 @@ void Report(const std::string& line) {
 cudaError_t EnterCall(const char* call) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
+  ++s.calls[call];
   for (auto it = s.call_faults.begin(); it != s.call_faults.end(); ++it) {
     if (it->name != call || --it->countdown > 0) continue;
     const cudaError_t e = it->what.error;
@@ -176,17 +181,142 @@ void* Allocate(size_t bytes, MemoryKind kind) {
   return p;
 }
 
+namespace {
+
+// A pool's bytes of one allocation are free for reuse (s.mu held). A destroyed pool gives them
+// back to the device, and goes with its last allocation.
+void ReturnLocked(State& s, cudaMemPool_t pool, size_t bytes) {
+  pool->used -= bytes;
+  if (!pool->destroyed) return;
+  s.device_in_use -= pool->reserved - pool->used;
+  pool->reserved = pool->used;
+  if (pool->used == 0) s.pools.erase(pool);
+}
+
+}  // namespace
+
 bool Free(void* p, MemoryKind kind) {
   State& s = S();
   {
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.allocations.find(static_cast<std::byte*>(p));
     if (it == s.allocations.end() || it->second.kind != kind) return false;
-    if (kind == MemoryKind::kDevice) s.device_in_use -= it->second.bytes;
+    // cudaFree also frees a stream-ordered allocation (it synchronises first).
+    if (it->second.pool != nullptr) {
+      ReturnLocked(s, it->second.pool, it->second.bytes);
+    } else if (kind == MemoryKind::kDevice) {
+      s.device_in_use -= it->second.bytes;
+    }
     s.allocations.erase(it);
   }
   ::operator delete(p, std::align_val_t(256));
   return true;
+}
+
+void* AllocateFromPool(cudaMemPool_t pool, size_t bytes) {
+  State& s = S();
+  const size_t limit = DeviceMemoryBytes();
+  size_t grown = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    const size_t unused = pool->reserved - pool->used;
+    grown = bytes > unused ? bytes - unused : 0;
+    if (s.device_in_use + grown > limit) return nullptr;
+    s.device_in_use += grown;
+    pool->reserved += grown;
+    pool->used += bytes;
+    pool->reserved_high = std::max(pool->reserved_high, pool->reserved);
+    pool->used_high = std::max(pool->used_high, pool->used);
+  }
+  // Each allocation its own heap block, as cudaMalloc's (AddressSanitizer sees overruns and uses
+  // after the free); the pool's figures are what a card's pool would reserve.
+  void* p = ::operator new(std::max<size_t>(bytes, 1), std::align_val_t(256), std::nothrow);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (p == nullptr) {
+    ReturnLocked(s, pool, bytes);
+    return nullptr;
+  }
+  FillPoison(p, bytes);
+  s.allocations[static_cast<std::byte*>(p)] = Allocation{static_cast<std::byte*>(p), bytes, MemoryKind::kDevice, pool};
+  return p;
+}
+
+bool ReturnToPool(void* p) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.allocations.find(static_cast<std::byte*>(p));
+  if (it == s.allocations.end() || it->second.pool == nullptr) return false;
+  ReturnLocked(s, it->second.pool, it->second.bytes);
+  s.allocations.erase(it);  // no later call may name it; work already queued still may use it
+  return true;
+}
+
+void Release(void* p) { ::operator delete(p, std::align_val_t(256)); }
+
+cudaMemPool_t DefaultPool() { return &S().default_pool; }
+
+cudaMemPool_t CreatePool() {
+  State& s = S();
+  auto pool = std::make_unique<CUmemPoolHandle_st>();
+  cudaMemPool_t handle = pool.get();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.pools.emplace(handle, std::move(pool));
+  return handle;
+}
+
+bool DestroyPool(cudaMemPool_t pool) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.pools.find(pool);
+  if (it == s.pools.end() || pool->destroyed) return false;
+  // As the runtime: returns at once; the pool goes when its last allocation is freed.
+  pool->destroyed = true;
+  s.device_in_use -= pool->reserved - pool->used;
+  pool->reserved = pool->used;
+  if (pool->used == 0) s.pools.erase(it);
+  return true;
+}
+
+bool IsPool(cudaMemPool_t pool) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (pool == &s.default_pool) return true;
+  auto it = s.pools.find(pool);
+  return it != s.pools.end() && !pool->destroyed;
+}
+
+PoolFigures FiguresOf(cudaMemPool_t pool) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return PoolFigures{pool->release_threshold, pool->reserved, pool->reserved_high, pool->used, pool->used_high};
+}
+
+bool SetPoolFigure(cudaMemPool_t pool, cudaMemPoolAttr attr, uint64_t value) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  switch (attr) {
+    case cudaMemPoolAttrReleaseThreshold: pool->release_threshold = value; return true;
+    case cudaMemPoolAttrReservedMemHigh:
+      if (value != 0) return false;
+      pool->reserved_high = pool->reserved;
+      return true;
+    case cudaMemPoolAttrUsedMemHigh:
+      if (value != 0) return false;
+      pool->used_high = pool->used;
+      return true;
+    default: return false;
+  }
+}
+
+void TrimPools() {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto trim = [&](CUmemPoolHandle_st& pool) {
+    const size_t keep = std::max<size_t>(size_t(std::min<uint64_t>(pool.release_threshold, SIZE_MAX)), pool.used);
+    if (pool.reserved <= keep) return;
+    s.device_in_use -= pool.reserved - keep;
+    pool.reserved = keep;
+  };
+  trim(s.default_pool);
+  for (auto& [handle, pool] : s.pools) trim(*pool);
 }
 
 std::optional<Allocation> FindAllocation(const void* p) {
@@ -292,6 +422,12 @@ void ClearFaults() {
 }
 
 void MarkNoAccess(void* p, size_t bytes) { sanitizer::PoisonRange(p, bytes); }
+
+int64_t CallCount(std::string_view call) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  auto it = S().calls.find(call);
+  return it != S().calls.end() ? it->second : 0;
+}
 
 std::vector<std::string> Reports() {
   std::lock_guard<std::mutex> lock(S().mu);

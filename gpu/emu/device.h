@@ -11,6 +11,16 @@
 
 #include "cuda_runtime_api.h"
 
+// A memory pool of the stream-ordered allocator: bytes it reserves on the device (counted against
+// the card's memory, like cudaMalloc's), bytes of that in use, and what it keeps at a
+// synchronisation (the release threshold). Touched under the device state's lock only.
+struct CUmemPoolHandle_st {
+  uint64_t release_threshold = 0;
+  size_t reserved = 0, reserved_high = 0;
+  size_t used = 0, used_high = 0;
+  bool destroyed = false;  // cudaMemPoolDestroy ran; goes with its last allocation
+};
+
 namespace fieldbrain::emu {
 
 struct Card {
@@ -62,9 +72,33 @@ struct Allocation {
   std::byte* begin;
   size_t bytes;
   MemoryKind kind;
+  cudaMemPool_t pool = nullptr;  // the pool of a stream-ordered allocation
 };
 void* Allocate(size_t bytes, MemoryKind kind);  // null when the device or the host is out of memory
 bool Free(void* p, MemoryKind kind);            // false when p is not such an allocation's start
+
+// The stream-ordered allocator. A pool grows its reservation (against the card's memory) when its
+// unused part cannot hold a request; null when the device or the host is out of memory.
+void* AllocateFromPool(cudaMemPool_t pool, size_t bytes);
+// cudaFreeAsync at its call: the bytes return to the pool for later allocations (stream order)
+// and the block leaves the allocations (a later call naming it is refused); false when p is not
+// a stream-ordered allocation's start. The heap block itself stays until Release.
+bool ReturnToPool(void* p);
+// At the free's point in its stream: the heap block goes, so any access by later work is
+// AddressSanitizer's heap-use-after-free.
+void Release(void* p);
+cudaMemPool_t DefaultPool();
+cudaMemPool_t CreatePool();
+bool DestroyPool(cudaMemPool_t pool);  // false for the default pool or one not made here
+bool IsPool(cudaMemPool_t pool);
+struct PoolFigures {
+  uint64_t release_threshold, reserved, reserved_high, used, used_high;
+};
+PoolFigures FiguresOf(cudaMemPool_t pool);
+// The release threshold, or a reset (value 0) of a high-water mark; false for anything else.
+bool SetPoolFigure(cudaMemPool_t pool, cudaMemPoolAttr attr, uint64_t value);
+// At a synchronisation: every pool gives back what it reserves beyond max(threshold, in use).
+void TrimPools();
 std::optional<Allocation> FindAllocation(const void* p);
 size_t DeviceBytesInUse();
 // Signalling NaNs as floats: what fresh device, pinned and shared memory hold.

@@ -87,6 +87,7 @@ cudaError_t SyncStream(CUstream_st* s) {
     }
   }
   s->Drain();
+  emu::TrimPools();  // a synchronisation: pools give back what they keep beyond their threshold
   return emu::Record(emu::Sticky());
 }
 
@@ -273,6 +274,7 @@ cudaError_t cudaDeviceSynchronize() {
   FB_EMU_ENTER();
   FB_EMU_REFUSE_DURING_CAPTURE();
   emu::DrainAllStreams(false);
+  emu::TrimPools();
   return emu::Record(emu::Sticky());
 }
 
@@ -316,6 +318,117 @@ cudaError_t cudaFreeHost(void* ptr) {
   FB_EMU_REFUSE_DURING_CAPTURE();
   emu::DrainAllStreams(false);
   return emu::Free(ptr, emu::MemoryKind::kPinned) ? cudaSuccess : emu::Record(cudaErrorInvalidValue);
+}
+
+// The stream-ordered allocator. Not emulated: allocations inside a stream capture (memory-allocation
+// nodes of a graph); the project makes none, and the emulator refuses them rather than pretend.
+namespace {
+
+bool StreamCapturing(cudaStream_t stream) {
+  CUstream_st* s = emu::StreamOf(stream);
+  std::lock_guard<std::mutex> lock(s->mu);
+  return s->capturing;
+}
+
+cudaError_t MallocFromPool(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) {
+  if (ptr == nullptr || pool == nullptr || !emu::IsPool(pool)) return emu::Record(cudaErrorInvalidValue);
+  if (StreamCapturing(stream)) return emu::Record(cudaErrorStreamCaptureUnsupported);
+  // Allocated now, on the calling thread: usable by the stream's later work, as on a card.
+  *ptr = emu::AllocateFromPool(pool, size);
+  return *ptr != nullptr ? cudaSuccess : emu::Record(cudaErrorMemoryAllocation);
+}
+
+}  // namespace
+
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) {
+  FB_EMU_ENTER();
+  return MallocFromPool(ptr, size, pool, stream);
+}
+
+cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
+  // The device's current pool, which is its default pool (cudaDeviceSetMemPool is not emulated).
+  FB_EMU_ENTER();
+  return MallocFromPool(ptr, size, emu::DefaultPool(), stream);
+}
+
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  // On a fault the block still goes (after what its stream holds), as cudaFree's does.
+  FB_EMU_ENTER_RELEASE(if (ptr != nullptr && emu::ReturnToPool(ptr)) {
+    emu::StreamOf(stream)->Drain();
+    emu::Release(ptr);
+  });
+  if (ptr == nullptr) return cudaSuccess;
+  if (StreamCapturing(stream)) return emu::Record(cudaErrorStreamCaptureUnsupported);
+  if (!emu::ReturnToPool(ptr)) return emu::Record(cudaErrorInvalidValue);
+  return EnqueueOrdered(stream, emu::MemFreeOp{ptr});
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
+  FB_EMU_ENTER();
+  if (pool == nullptr || props == nullptr || props->allocType != cudaMemAllocationTypePinned ||
+      props->handleTypes != cudaMemHandleTypeNone)
+    return emu::Record(cudaErrorInvalidValue);
+  if (props->location.type != cudaMemLocationTypeDevice || props->location.id != 0)
+    return emu::Record(props->location.type == cudaMemLocationTypeDevice ? cudaErrorInvalidDevice : cudaErrorInvalidValue);
+  *pool = emu::CreatePool();
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  FB_EMU_ENTER_RELEASE(static_cast<void>(emu::DestroyPool(pool)));
+  return emu::DestroyPool(pool) ? cudaSuccess : emu::Record(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  FB_EMU_ENTER();
+  if (pool == nullptr || value == nullptr || !emu::IsPool(pool)) return emu::Record(cudaErrorInvalidValue);
+  switch (attr) {
+    case cudaMemPoolAttrReleaseThreshold:
+    case cudaMemPoolAttrReservedMemHigh:
+    case cudaMemPoolAttrUsedMemHigh:
+      // The high-water marks take only 0: they restart from the current figure.
+      return emu::SetPoolFigure(pool, attr, *static_cast<const uint64_t*>(value)) ? cudaSuccess
+                                                                                    : emu::Record(cudaErrorInvalidValue);
+    case cudaMemPoolReuseFollowEventDependencies:
+    case cudaMemPoolReuseAllowOpportunistic:
+    case cudaMemPoolReuseAllowInternalDependencies:
+      return cudaSuccess;  // int flags; the emulator reuses nothing across streams anyway
+    case cudaMemPoolAttrReservedMemCurrent:
+    case cudaMemPoolAttrUsedMemCurrent:
+      break;  // read-only
+  }
+  return emu::Record(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  FB_EMU_ENTER();
+  if (pool == nullptr || value == nullptr || !emu::IsPool(pool)) return emu::Record(cudaErrorInvalidValue);
+  const emu::PoolFigures f = emu::FiguresOf(pool);
+  uint64_t v = 0;
+  switch (attr) {
+    case cudaMemPoolAttrReleaseThreshold: v = f.release_threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent: v = f.reserved; break;
+    case cudaMemPoolAttrReservedMemHigh: v = f.reserved_high; break;
+    case cudaMemPoolAttrUsedMemCurrent: v = f.used; break;
+    case cudaMemPoolAttrUsedMemHigh: v = f.used_high; break;
+    case cudaMemPoolReuseFollowEventDependencies:
+    case cudaMemPoolReuseAllowOpportunistic:
+    case cudaMemPoolReuseAllowInternalDependencies:
+      *static_cast<int*>(value) = 1;
+      return cudaSuccess;
+    default:
+      return emu::Record(cudaErrorInvalidValue);
+  }
+  *static_cast<uint64_t*>(value) = v;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  FB_EMU_ENTER();
+  if (pool == nullptr) return emu::Record(cudaErrorInvalidValue);
+  if (device != 0) return emu::Record(cudaErrorInvalidDevice);
+  *pool = emu::DefaultPool();
+  return cudaSuccess;
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
@@ -478,6 +591,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   std::unique_lock<std::mutex> lock(event->mu);
   const uint64_t target = event->enqueued;
   event->done.wait(lock, [&] { return event->completed >= target || emu::Sticky() != cudaSuccess; });
+  lock.unlock();
+  emu::TrimPools();
   return emu::Record(emu::Sticky());
 }
 

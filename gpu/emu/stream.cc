@@ -37,6 +37,9 @@ void Run(EventRecordOp& op) {
   e->done.notify_all();
 }
 
+// Even on a faulted context: the block would otherwise only show as a leak.
+void Run(MemFreeOp& op) { Release(op.ptr); }
+
 void Run(LibraryKernelOp& op) {
   if (Sticky() != cudaSuccess) return;  // a faulted context runs nothing more
   const cudaError_t e = (*op.work)();
@@ -66,6 +69,7 @@ cudaGraphNodeType NodeTypeOf(const Op& op) {
     cudaGraphNodeType operator()(const MemcpyOp&) const { return cudaGraphNodeTypeMemcpy; }
     cudaGraphNodeType operator()(const MemsetOp&) const { return cudaGraphNodeTypeMemset; }
     cudaGraphNodeType operator()(const EventRecordOp&) const { return cudaGraphNodeTypeEventRecord; }
+    cudaGraphNodeType operator()(const MemFreeOp&) const { return cudaGraphNodeTypeMemFree; }
   };
   return std::visit(Visitor{}, op);
 }

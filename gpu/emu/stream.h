@@ -52,7 +52,11 @@ struct MemsetOp {
 struct EventRecordOp {
   cudaEvent_t event;
 };
-using Op = std::variant<KernelOp, LibraryKernelOp, MemcpyOp, MemsetOp, EventRecordOp>;
+// cudaFreeAsync's point in its stream: the block's heap memory goes here.
+struct MemFreeOp {
+  void* ptr;
+};
+using Op = std::variant<KernelOp, LibraryKernelOp, MemcpyOp, MemsetOp, EventRecordOp, MemFreeOp>;
 
 cudaGraphNodeType NodeTypeOf(const Op& op);
 

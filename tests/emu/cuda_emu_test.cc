@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -183,6 +184,156 @@ TEST_F(EmuTest, FreshDeviceMemoryIsSignallingNans) {
   EXPECT_EQ(bits & 0x00400000u, 0u) << "quiet bit clear: a signalling NaN";
 }
 
+// The stream-ordered allocator (cudaMallocAsync, cudaMallocFromPoolAsync, cudaFreeAsync, memory
+// pools) as the runtime documents it.
+cudaMemPool_t MakePool(uint64_t release_threshold) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool = nullptr;
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &release_threshold), cudaSuccess);
+  return pool;
+}
+
+uint64_t PoolFigure(cudaMemPool_t pool, cudaMemPoolAttr attr) {
+  uint64_t v = 0;
+  EXPECT_EQ(cudaMemPoolGetAttribute(pool, attr, &v), cudaSuccess);
+  return v;
+}
+
+TEST_F(EmuTest, StreamOrderedMemoryIsSignallingNansAndUsableLaterInItsStream) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaMemPool_t pool = MakePool(0);
+  void* from_pool = nullptr;
+  void* from_default = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&from_pool, 64 * sizeof(float), pool, stream), cudaSuccess);
+  ASSERT_EQ(cudaMallocAsync(&from_default, 64 * sizeof(float), stream), cudaSuccess);
+  for (void* p : {from_pool, from_default}) {
+    std::vector<float> h(64, 0.0f);
+    ASSERT_EQ(cudaMemcpyAsync(h.data(), p, 64 * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    for (float v : h) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &v, 4);
+      ASSERT_TRUE(std::isnan(v));
+      ASSERT_EQ(bits & 0x00400000u, 0u) << "quiet bit clear: a signalling NaN, as cudaMalloc's";
+    }
+    // Device memory like cudaMalloc's: kernels and copies of the stream use it.
+    float* d = static_cast<float*>(p);
+    Write(d, std::vector<float>(64, 2.5f));
+    ASSERT_EQ(LaunchCopyFirst(d, d + 1, stream), cudaSuccess);
+    std::vector<float> back(2);
+    ASSERT_EQ(cudaMemcpyAsync(back.data(), d, 2 * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(back, (std::vector<float>{2.5f, 2.5f}));
+    cudaPointerAttributes a{};
+    ASSERT_EQ(cudaPointerGetAttributes(&a, d + 3), cudaSuccess);
+    EXPECT_EQ(a.type, cudaMemoryTypeDevice);
+    EXPECT_EQ(cudaFreeAsync(p, stream), cudaSuccess);
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_TRUE(Reports().empty());
+}
+
+TEST_F(EmuTest, AFreedStreamOrderedBlockIsRefusedToLaterCalls) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&p, 256, stream), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(p, stream), cudaSuccess);
+  std::vector<std::byte> h(256);
+  EXPECT_EQ(cudaMemcpyAsync(h.data(), p, 256, cudaMemcpyDeviceToHost, stream), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 256, stream), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFreeAsync(p, stream), cudaErrorInvalidValue) << "a double free";
+  // Only stream-ordered blocks are freed this way; cudaFree takes one (it synchronises first).
+  void* plain = nullptr;
+  ASSERT_EQ(cudaMalloc(&plain, 256), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(plain, stream), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(plain), cudaSuccess);
+  ASSERT_EQ(cudaMallocAsync(&p, 256, stream), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  static_cast<void>(cudaGetLastError());
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+TEST_F(EmuTest, PoolsKeepWhatTheirReleaseThresholdSaysAndMeetTheCardsMemory) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  constexpr size_t kBlock = size_t(4) << 20;
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
+  // A pool that keeps everything: the freed block stays reserved (off the device's free memory)
+  // and the next allocation of its size reuses it.
+  cudaMemPool_t keep = MakePool(UINT64_MAX);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&p, kBlock, keep, stream), cudaSuccess);
+  EXPECT_EQ(PoolFigure(keep, cudaMemPoolAttrUsedMemCurrent), kBlock);
+  ASSERT_EQ(cudaFreeAsync(p, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(PoolFigure(keep, cudaMemPoolAttrUsedMemCurrent), 0u);
+  EXPECT_EQ(PoolFigure(keep, cudaMemPoolAttrReservedMemCurrent), kBlock);
+  size_t free1 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(free0 - free1, kBlock);
+  ASSERT_EQ(cudaMallocFromPoolAsync(&p, kBlock, keep, stream), cudaSuccess);
+  EXPECT_EQ(PoolFigure(keep, cudaMemPoolAttrReservedMemCurrent), kBlock) << "reused, not grown";
+  ASSERT_EQ(cudaFreeAsync(p, stream), cudaSuccess);
+  // The default pool's threshold is 0: at the next synchronisation it gives everything back.
+  cudaMemPool_t fallback = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&fallback, 0), cudaSuccess);
+  EXPECT_EQ(PoolFigure(fallback, cudaMemPoolAttrReleaseThreshold), 0u);
+  ASSERT_EQ(cudaMallocAsync(&p, kBlock, stream), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(p, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(PoolFigure(fallback, cudaMemPoolAttrReservedMemCurrent), 0u);
+  EXPECT_EQ(cudaMemPoolDestroy(fallback), cudaErrorInvalidValue) << "the default pool cannot be destroyed";
+  // The card's memory bounds a pool's growth as it bounds cudaMalloc.
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(cudaMallocFromPoolAsync(&p, free1 + kBlock + 1, keep, stream), cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaMallocAsync(&p, total + 1, stream), cudaErrorMemoryAllocation);
+  static_cast<void>(cudaGetLastError());
+  // Destroying the pool gives its reservation back.
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(keep), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(free1, free0);
+  EXPECT_EQ(cudaMallocFromPoolAsync(&p, 16, keep, stream), cudaErrorInvalidValue) << "a destroyed pool";
+  // Refused as the runtime refuses them.
+  cudaMemPoolProps props{};
+  cudaMemPool_t bad = nullptr;
+  EXPECT_EQ(cudaMemPoolCreate(&bad, &props), cudaErrorInvalidValue) << "no allocation type";
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 1;
+  EXPECT_EQ(cudaMemPoolCreate(&bad, &props), cudaErrorInvalidDevice);
+  uint64_t nonzero = 5;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&fallback, 0), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolSetAttribute(fallback, cudaMemPoolAttrUsedMemHigh, &nonzero), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolSetAttribute(fallback, cudaMemPoolAttrUsedMemCurrent, &nonzero), cudaErrorInvalidValue);
+  static_cast<void>(cudaGetLastError());
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+TEST_F(EmuTest, CallsAreCountedByName) {
+  const int64_t mallocs = CallCount("cudaMalloc"), async = CallCount("cudaMallocAsync");
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&p, 16, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(p, nullptr), cudaSuccess);
+  EXPECT_EQ(CallCount("cudaMallocAsync"), async + 1);
+  EXPECT_EQ(CallCount("cudaMalloc"), mallocs) << "cudaMallocAsync is not cudaMalloc";
+  InjectCallFault("cudaMalloc", cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaMalloc(&p, 16), cudaErrorMemoryAllocation);
+  EXPECT_EQ(CallCount("cudaMalloc"), mallocs + 1) << "a failed call counts too";
+  static_cast<void>(cudaGetLastError());
+}
+
 TEST_F(EmuTest, CopiesOutsideAnAllocationOrAgainstTheirKindAreRefused) {
   float* d = DeviceFloats(16);
   std::vector<float> h(32, 1.0f);
@@ -283,6 +434,26 @@ TEST_F(EmuTest, ARaceAcrossBlocksIsCaught) {
         std::exit(0);
       },
       ::testing::ExitedWithCode(66), "data race");
+}
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+TEST_F(EmuTest, WorkAfterAStreamOrderedFreeIsCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // stream workers are running
+  // A kernel queued after cudaFreeAsync runs after the free's point in the stream: the block is
+  // gone, so its access is a use after free, however soon the host enqueued it.
+  EXPECT_DEATH(
+      {
+        cudaStream_t stream = nullptr;
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        void* p = nullptr;
+        cudaMallocAsync(&p, 64 * sizeof(float), stream);
+        float* d = static_cast<float*>(p);
+        cudaFreeAsync(p, stream);
+        LaunchCopyFirst(d, d + 1, stream);
+        cudaStreamSynchronize(stream);
+      },
+      "heap-use-after-free");
 }
 #endif
 

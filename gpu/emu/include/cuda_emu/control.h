@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,10 @@ void InjectCallFault(std::string_view call, cudaError_t error, int nth = 1);
 using KernelPerturbation = void (*)(void* context, const void* params);
 void InjectKernelEffect(std::string_view kernel, KernelPerturbation perturb, void* context, int nth = 1);
 void ClearFaults();
+
+// How many times the runtime entry point `call` ("cudaMalloc", "cudaFreeAsync", ...) was called in
+// this process, failed calls included: how a test proves what a piece of code never calls.
+int64_t CallCount(std::string_view call);
 
 // AddressSanitizer reports any access to [p, p + bytes) of device memory from now until it is
 // freed: red zones inside one allocation (between the brains of the engine's pool). Nothing
