@@ -11,6 +11,7 @@ namespace fieldbrain::cuda {
 struct CudaCounters {
   int64_t device_allocs = 0;   // cudaMalloc calls
   int64_t host_allocs = 0;     // cudaHostAlloc calls
+  int64_t pool_allocs = 0;     // cudaMallocFromPoolAsync calls (stream-ordered, never synchronising)
   int64_t h2d_copies = 0;      // host-to-device copies (calls, or memcpy nodes of launched graphs)
   int64_t d2h_copies = 0;      // device-to-host copies
   int64_t h2d_bytes = 0;

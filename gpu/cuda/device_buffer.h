@@ -41,6 +41,7 @@ class UniqueCuda {
 };
 
 using Stream = UniqueCuda<cudaStream_t, cudaStreamDestroy>;
+using MemPool = UniqueCuda<cudaMemPool_t, cudaMemPoolDestroy>;
 using Event = UniqueCuda<cudaEvent_t, cudaEventDestroy>;
 using Graph = UniqueCuda<cudaGraph_t, cudaGraphDestroy>;
 using GraphExec = UniqueCuda<cudaGraphExec_t, cudaGraphExecDestroy>;
@@ -67,12 +68,64 @@ class MemoryBlock {
 using DeviceBuffer = MemoryBlock<cudaFree>;
 using PinnedBuffer = MemoryBlock<cudaFreeHost>;
 
+// Device memory from the stream-ordered allocator, freed with cudaFreeAsync on the stream it was
+// allocated on: the free is ordered after the work already queued there and, unlike cudaFree,
+// waits for nothing (no implicit synchronisation with other streams). The stream (and the pool)
+// must outlive the buffer.
+class StreamBuffer {
+ public:
+  StreamBuffer() = default;
+  StreamBuffer(void* p, size_t bytes, cudaStream_t stream) : p_(p), bytes_(bytes), stream_(stream) {}
+  ~StreamBuffer() { reset(); }
+  StreamBuffer(StreamBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), stream_(o.stream_) {}
+  StreamBuffer& operator=(StreamBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+      stream_ = o.stream_;
+    }
+    return *this;
+  }
+  StreamBuffer(const StreamBuffer&) = delete;
+  StreamBuffer& operator=(const StreamBuffer&) = delete;
+
+  std::byte* data() const { return static_cast<std::byte*>(p_); }
+  size_t bytes() const { return bytes_; }
+  template <typename T>
+  T* at(int64_t offset) const {
+    return reinterpret_cast<T*>(data() + offset);
+  }
+  // A free error has nowhere to go from here (a lost context frees everything anyway).
+  void reset() {
+    if (p_ != nullptr) static_cast<void>(cudaFreeAsync(p_, stream_));
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
 // The only ways the engine allocates and copies: each call is counted before it is made.
 inline cudaError_t AllocateDevice(CudaCounters& counters, size_t bytes, DeviceBuffer& out) {
   void* p = nullptr;
   ++counters.device_allocs;
   const cudaError_t e = cudaMalloc(&p, bytes);
   if (e == cudaSuccess) out = DeviceBuffer(p, bytes);
+  return e;
+}
+
+// From `pool`, usable by work enqueued on `stream` after this call; freed on `stream` too.
+inline cudaError_t AllocateFromPool(CudaCounters& counters, size_t bytes, cudaMemPool_t pool, cudaStream_t stream,
+                                    StreamBuffer& out) {
+  void* p = nullptr;
+  ++counters.pool_allocs;
+  const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool, stream);
+  if (e == cudaSuccess) out = StreamBuffer(p, bytes, stream);
   return e;
 }
 

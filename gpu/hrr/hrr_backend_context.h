@@ -16,15 +16,21 @@
 
 namespace fieldbrain::hrr {
 
+struct HrrConfig;
+
 class BackendContext {
  public:
   virtual ~BackendContext() = default;
   virtual std::string_view backend() const = 0;
-  // Bytes the context holds on the device (the cuBLAS work area), beside every space's own.
+  // Bytes the context holds (the cuBLAS work area; the pinned staging block), beside every space's own.
   virtual int64_t bytes() const = 0;
   // OK, or the sticky device error some space found (NVIDIA: every context of the process is then
   // lost until it restarts). Latched for the process's life.
   virtual absl::Status health() const = 0;
+  // Sizes what the context shares for spaces of up to `largest`'s dimension and max_batch now, so
+  // that making such spaces later allocates nothing shared (the CUDA context's pinned staging
+  // block, whose allocation synchronises the device). bytes() then includes it. CPU: nothing.
+  virtual absl::Status Reserve(const HrrConfig& largest) = 0;
 };
 
 // The process's context of `backend` ("cpu" or "cuda"); UNAVAILABLE when that backend cannot

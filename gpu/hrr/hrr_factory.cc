@@ -18,6 +18,7 @@ class CpuBackendContext final : public BackendContext {
   std::string_view backend() const override { return "cpu"; }
   int64_t bytes() const override { return 0; }
   absl::Status health() const override { return absl::OkStatus(); }
+  absl::Status Reserve(const HrrConfig&) override { return absl::OkStatus(); }
 };
 
 }  // namespace

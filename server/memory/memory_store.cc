@@ -1,5 +1,6 @@
 #include "server/memory/memory_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,11 +13,16 @@ namespace {
 using telemetry::HrrOp;
 
 // The backend the spaces use and its shared context: the engine's, unless it cannot make a space
-// here (a build without the CUDA HRR backend): then the CPU one, said once in the log.
-std::shared_ptr<hrr::BackendContext> ChooseBackend(const std::string& engine_kind) {
-  if (engine_kind == "cuda") {
+// here (a build without the CUDA HRR backend): then the CPU one, said once in the log. The context
+// is sized for the largest space the limits allow (MemorySpace::Create's max_batch is the request
+// limit whatever the dimension), so that making and deleting spaces later allocates nothing shared
+// (on CUDA: the pinned staging block, whose cudaHostAlloc would synchronise the device).
+std::shared_ptr<hrr::BackendContext> ChooseBackend(const MemoryOptions& options) {
+  if (options.engine_kind == "cuda") {
     absl::StatusOr<std::shared_ptr<hrr::BackendContext>> context = hrr::AcquireBackendContext("cuda");
     absl::Status status = context.status();
+    const int batch = std::max(1, options.max_request_vectors);
+    if (status.ok()) status = (*context)->Reserve(hrr::HrrConfig{kMaxSpaceDimension, batch, batch});
     if (status.ok()) status = hrr::MakeHrrSpace("cuda", hrr::HrrConfig{2, 1, 1}).status();  // the kernels load
     if (status.ok()) return *std::move(context);
     LogWarning("Memory service: HRR spaces run on the CPU although the engine is CUDA (", status.ToString(), ")");
@@ -57,14 +63,14 @@ brain::v1::MemoryLimits MakeMemoryLimits(const RequestLimits& limits, const Memo
 
 absl::StatusOr<std::unique_ptr<MemoryStore>> MemoryStore::Create(const MemoryOptions& options,
                                                                  telemetry::Metrics* metrics) {
-  std::shared_ptr<hrr::BackendContext> context = ChooseBackend(options.engine_kind);
+  std::shared_ptr<hrr::BackendContext> context = ChooseBackend(options);
   std::string backend(context->backend());
   absl::StatusOr<std::unique_ptr<MemoryArena>> arena = MemoryArena::Create(options.arena_bytes, backend == "cpu");
   if (!arena.ok()) return arena.status();
   absl::StatusOr<MemoryArena::Lease> shared = (*arena)->TakeBudget(context->bytes());
   if (!shared.ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("the ", backend, " HRR backend's shared context (",
-                                                     context->bytes(), " bytes: the cuBLAS work area) does not fit ",
+                                                     context->bytes(), " bytes: the cuBLAS work area and the pinned staging block) does not fit ",
                                                      "the Memory arena: raise --memory_arena_bytes"));
   }
   absl::StatusOr<std::unique_ptr<VectorDigester>> digester = VectorDigester::Create();

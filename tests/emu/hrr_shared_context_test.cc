@@ -13,11 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "brain/v1/memory.pb.h"
 #include "cuda_emu/control.h"
+#include "cuda_runtime_api.h"
 #include "gpu/hrr/cuda/cuda_hrr_space.h"
 #include "gpu/hrr/cuda/cuda_libraries.h"
 #include "gpu/hrr/hrr_backend_context.h"
 #include "gpu/hrr/hrr_space.h"
 #include "gtest/gtest.h"
+#include "server/memory/memory_limits.h"
 #include "server/memory/memory_store.h"
 
 namespace fieldbrain {
@@ -46,15 +48,17 @@ TEST_F(SharedContextTest, EverySpaceSharesOneContextThatGoesWithTheLast) {
   for (int i = 0; i < 20; ++i) {
     spaces.push_back(Space());
     ASSERT_NE(spaces.back(), nullptr);
-    // A space of 256 vectors of dimension 1024 holds 1 MiB of vectors and about 5.5 MiB of
-    // workspace (arguments, staging and results for batches of 256, scores, the cuFFT work area)
-    // and pinned block; before the shared context each also held 32 MiB of cuBLAS work area.
+    // A space of 256 vectors of dimension 1024 holds 1 MiB of vectors and about 4.5 MiB of
+    // workspace (arguments, staging and results for batches of 256, scores, the cuFFT work area);
+    // before the shared context each also held 32 MiB of cuBLAS work area and its pinned block.
     EXPECT_LT(spaces.back()->bytes(), 8 * kMiB) << "space " << i;
   }
   const hrr::cuda::LibraryContextStats stats = hrr::cuda::CurrentLibraryContextStats();
   EXPECT_EQ(stats.made, made_before + 1);
   EXPECT_TRUE(stats.live);
-  EXPECT_EQ(stats.bytes, 32 * kMiB);  // the emulated H100: cuBLAS's own default from Hopper on
+  // The emulated H100's cuBLAS work area (cuBLAS's own default from Hopper on) and the one pinned
+  // staging block, sized for these spaces' batches.
+  EXPECT_EQ(stats.bytes, 32 * kMiB + hrr::cuda::PinnedBytesFor(HrrConfig{1024, 256, 256}));
   spaces.clear();
   EXPECT_FALSE(hrr::cuda::CurrentLibraryContextStats().live);
 }
@@ -67,7 +71,10 @@ TEST_F(SharedContextTest, TheMemoryStoreCountsTheContextOnceAndFitsManySpaces) {
       server::memory::MemoryStore::Create(options, nullptr);
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_EQ((*store)->backend(), "cuda");
-  EXPECT_EQ((*store)->shared_bytes(), 32 * kMiB);
+  // The cuBLAS work area and the pinned staging block, sized once for the largest space the
+  // limits allow (dimension 16384, batches of 256: 16 MiB).
+  const int64_t pinned = hrr::cuda::PinnedBytesFor(HrrConfig{server::memory::kMaxSpaceDimension, 256, 256});
+  EXPECT_EQ((*store)->shared_bytes(), 32 * kMiB + pinned);
   // A space of 1024 vectors of dimension 1024 takes about 10.5 MiB: six filled this arena when
   // each also held its own 32 MiB cuBLAS work area; now 20 fit beside the one shared work area.
   constexpr int kSpaces = 20;
@@ -84,9 +91,68 @@ TEST_F(SharedContextTest, TheMemoryStoreCountsTheContextOnceAndFitsManySpaces) {
   ASSERT_EQ(list.spaces_size(), kSpaces);
   const uint64_t spaces_bytes = std::accumulate(list.spaces().begin(), list.spaces().end(), uint64_t(0),
                                                 [](uint64_t sum, const brain::v1::SpaceInfo& s) { return sum + s.bytes(); });
-  EXPECT_EQ(list.limits().arena_used_bytes(), spaces_bytes + uint64_t(32 * kMiB));
+  EXPECT_EQ(list.limits().arena_used_bytes(), spaces_bytes + uint64_t(32 * kMiB + pinned));
   EXPECT_EQ(hrr::cuda::CurrentLibraryContextStats().made, 1);
   EXPECT_TRUE((*store)->device_health().ok());
+}
+
+TEST_F(SharedContextTest, CreatingAndDeletingSpacesNeverSynchronisesTheDevice) {
+  // cudaMalloc, cudaFree, cudaHostAlloc and cudaFreeHost synchronise the device on a card (they
+  // would hold up the robots' kernels on their own stream): once the store exists, making and
+  // deleting spaces calls none of them, only the stream-ordered allocator.
+  server::memory::MemoryOptions options;
+  options.arena_bytes = 256 * kMiB;
+  options.engine_kind = "cuda";
+  absl::StatusOr<std::unique_ptr<server::memory::MemoryStore>> store =
+      server::memory::MemoryStore::Create(options, nullptr);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_EQ((*store)->backend(), "cuda");
+  const std::vector<std::string> synchronising = {"cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaFreeHost"};
+  std::vector<int64_t> before;
+  for (const std::string& call : synchronising) before.push_back(emu::CallCount(call));
+  const int64_t allocs_before = emu::CallCount("cudaMallocFromPoolAsync");
+  const int64_t frees_before = emu::CallCount("cudaFreeAsync");
+  constexpr int kRounds = 10;
+  // Every dimension a client may ask for up to the largest, so the pinned block never grows.
+  const int dims[] = {64, 1024, 4096, server::memory::kMaxSpaceDimension};
+  for (int round = 0; round < kRounds; ++round) {
+    for (int d = 0; d < 4; ++d) {
+      brain::v1::CreateSpaceRequest r;
+      r.set_name(absl::StrCat("space-", d));
+      r.set_dimension(uint32_t(dims[d]));
+      r.set_capacity(d == 3 ? 64 : 512);
+      brain::v1::CreateSpaceResponse out;
+      ASSERT_TRUE((*store)->CreateSpace(r, &out).ok()) << "round " << round << " dimension " << dims[d];
+    }
+    brain::v1::PutRequest put;  // a call between, so that the spaces are used, not only made
+    put.set_space("space-1");
+    put.mutable_random()->set_count(8);
+    put.mutable_random()->set_kind(brain::v1::VECTOR_KIND_GAUSSIAN);
+    brain::v1::PutResponse put_out;
+    ASSERT_TRUE((*store)->Put(put, &put_out).ok());
+    for (int d = 0; d < 4; ++d) {
+      brain::v1::DeleteSpaceRequest r;
+      r.set_name(absl::StrCat("space-", d));
+      brain::v1::DeleteSpaceResponse out;
+      ASSERT_TRUE((*store)->DeleteSpace(r, &out).ok());
+    }
+  }
+  for (size_t i = 0; i < synchronising.size(); ++i)
+    EXPECT_EQ(emu::CallCount(synchronising[i]), before[i]) << synchronising[i] << " was called";
+  // Each space: its slots and its workspace from the pool, both given back.
+  EXPECT_EQ(emu::CallCount("cudaMallocFromPoolAsync") - allocs_before, 2 * 4 * kRounds);
+  EXPECT_EQ(emu::CallCount("cudaFreeAsync") - frees_before, 2 * 4 * kRounds);
+  // The pool keeps what the deleted spaces freed for the next ones: it reserves no more than
+  // the largest round needed, not the sum of all rounds.
+  absl::StatusOr<std::shared_ptr<hrr::cuda::LibraryContext>> context = hrr::cuda::LibraryContext::Acquire();
+  ASSERT_TRUE(context.ok());
+  uint64_t reserved = 0, used = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute((*context)->pool(), cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute((*context)->pool(), cudaMemPoolAttrUsedMemCurrent, &used), cudaSuccess);
+  EXPECT_EQ(used, 0u);
+  EXPECT_GT(reserved, 0u);
+  EXPECT_LT(reserved, uint64_t(64 * kMiB)) << "one round's spaces, reused every round";
+  EXPECT_EQ((*context)->pinned_allocs(), 1) << "the pinned block was sized once, when the store was made";
 }
 
 TEST_F(SharedContextTest, ASpaceOnAnotherThreadComputesTheSameBits) {

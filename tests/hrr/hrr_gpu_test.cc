@@ -536,6 +536,7 @@ TEST(HrrCuda, OneCopyInAtMostOneCopyOutAndNoAllocationPerCall) {
       EXPECT_EQ(after.d2h_copies - before.d2h_copies, c.d2h) << c.name;
       EXPECT_EQ(after.device_allocs - before.device_allocs, 0) << c.name;
       EXPECT_EQ(after.host_allocs - before.host_allocs, 0) << c.name;
+      EXPECT_EQ(after.pool_allocs - before.pool_allocs, 0) << c.name;
       EXPECT_EQ(after.calls - before.calls, 1) << c.name;
     }
   // Refused and empty calls touch nothing.
@@ -547,8 +548,9 @@ TEST(HrrCuda, OneCopyInAtMostOneCopyOutAndNoAllocationPerCall) {
   EXPECT_EQ(after.d2h_copies, before.d2h_copies);
   EXPECT_EQ(after.calls, before.calls);
   const cuda::HrrCudaCounters made = cuda::CountersOf(*MustMake("cuda", HrrConfig{256, 64, 16})).value();
-  EXPECT_EQ(made.device_allocs, 2) << "the slots and one workspace";
-  EXPECT_EQ(made.host_allocs, 1) << "one pinned block";
+  EXPECT_EQ(made.pool_allocs, 2) << "the slots and one workspace, stream-ordered from the context's pool";
+  EXPECT_EQ(made.device_allocs, 0) << "no cudaMalloc: it would synchronise the device";
+  EXPECT_EQ(made.host_allocs, 0) << "no pinned block of its own: the context's is shared";
 }
 
 TEST(HrrCuda, BadArgumentsAreRefusedLikeTheCpuBackend) {
@@ -670,7 +672,7 @@ TEST(HrrCuda, WorksOnCallerProvidedDeviceStorage) {
   ASSERT_NE(on_region, nullptr);
   ASSERT_NE(own, nullptr);
   EXPECT_EQ(own->bytes() - on_region->bytes(), bytes) << "the caller's storage is not the space's own";
-  EXPECT_EQ(cuda::CountersOf(*on_region)->device_allocs, 1) << "only the workspace";
+  EXPECT_EQ(cuda::CountersOf(*on_region)->pool_allocs, 1) << "only the workspace";
   for (const Cf& v : Spectra(*on_region, Range(0, 64))) ASSERT_TRUE(v.re == 0.0f && v.im == 0.0f);
 
   for (HrrSpace* s : {on_region.get(), own.get()}) {

@@ -6,8 +6,11 @@
 // Every call: arguments checked on the host; its lists and values packed into the pinned block;
 // one host-to-device copy of that block; the kernels (results into staging, then the commit that
 // writes the slots, so every input is read before any slot changes); one device-to-host copy when
-// the call returns data; one stream synchronisation. Everything is allocated in Init(). The
-// stream and the cuBLAS handle are the process's shared LibraryContext's, held for each call.
+// the call returns data; one stream synchronisation. Everything is allocated in Init(), on the
+// stream from the context's memory pool (stream-ordered: nothing that synchronises the device),
+// and freed the same way. The stream, the cuBLAS handle and the pinned staging block are the
+// process's shared LibraryContext's, whose lock a call holds from packing its arguments to
+// reading its results.
 #include "gpu/hrr/cuda/cuda_hrr_space.h"
 
 #include "gpu/hrr/cuda/cuda_libraries.h"
@@ -54,19 +57,28 @@ class CudaHrrSpace final : public HrrSpace {
   const HrrConfig& config() const override { return config_; }
   int64_t bytes() const override {
     // The shared context's bytes are not the space's: its holder counts them once.
-    return int64_t(owned_storage_.bytes()) + int64_t(workspace_.bytes()) + int64_t(pinned_.bytes());
+    // Nor is the pinned staging block, which is the context's.
+    return int64_t(owned_storage_.bytes()) + int64_t(workspace_.bytes());
   }
 
   HrrCudaCounters counters() const {
-    return HrrCudaCounters{counters_.device_allocs, counters_.host_allocs, counters_.h2d_copies,
-                           counters_.d2h_copies,    counters_.h2d_bytes,   counters_.d2h_bytes,
-                           calls_};
+    HrrCudaCounters c;
+    c.device_allocs = counters_.device_allocs;
+    c.host_allocs = counters_.host_allocs;
+    c.pool_allocs = counters_.pool_allocs;
+    c.h2d_copies = counters_.h2d_copies;
+    c.d2h_copies = counters_.d2h_copies;
+    c.h2d_bytes = counters_.h2d_bytes;
+    c.d2h_bytes = counters_.d2h_bytes;
+    c.calls = calls_;
+    return c;
   }
 
   absl::Status Put(std::span<const int32_t> slots, std::span<const float> values) override {
     if (absl::Status s = CheckPut(slots, values, config_); !s.ok()) return s;
     const int n = int(slots.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* dest = AddDest(args, slots);
     // cuFFT takes a non-const input; the mirror is ours to overwrite.
@@ -81,6 +93,7 @@ class CudaHrrSpace final : public HrrSpace {
     if (absl::Status s = CheckGet(slots, values.size(), config_); !s.ok()) return s;
     const int n = int(slots.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* d_slots = args.Add(slots);
     FB_RETURN_IF_ERROR(Execute(args, int64_t(values.size_bytes()), [&](cudaStream_t s) -> absl::Status {
@@ -89,7 +102,7 @@ class CudaHrrSpace final : public HrrSpace {
     }));
     // The 1/D after the transform, as the CPU backend applies it (hrr_math.h's GetScale).
     const float scale = GetScale(config_.dim);
-    const float* out = pinned_.at<const float>(0);
+    const float* out = Pinned().at<const float>(0);
     for (size_t i = 0; i < values.size(); ++i) values[i] = out[i] * scale;
     return absl::OkStatus();
   }
@@ -98,6 +111,7 @@ class CudaHrrSpace final : public HrrSpace {
     if (absl::Status s = CheckPutSpectra(slots, spectra, config_); !s.ok()) return s;
     const int n = int(slots.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* dest = AddDest(args, slots);
     const Cf* rows = args.Add(spectra);
@@ -108,13 +122,14 @@ class CudaHrrSpace final : public HrrSpace {
     if (absl::Status s = CheckGetSpectra(slots, spectra.size(), config_); !s.ok()) return s;
     const int n = int(slots.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* d_slots = args.Add(slots);
     FB_RETURN_IF_ERROR(Execute(args, int64_t(spectra.size_bytes()), [&](cudaStream_t s) -> absl::Status {
       FB_CUDA_CHECK(LaunchGather(store_, Out<Cf>(), d_slots, 1.0f, n, s));
       return absl::OkStatus();
     }));
-    std::memcpy(spectra.data(), pinned_.data(), spectra.size_bytes());
+    std::memcpy(spectra.data(), Pinned().data(), spectra.size_bytes());
     return absl::OkStatus();
   }
 
@@ -123,6 +138,7 @@ class CudaHrrSpace final : public HrrSpace {
     if (absl::Status s = CheckRandom(slots, ids.size(), config_); !s.ok()) return s;
     const int n = int(slots.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* dest = AddDest(args, slots);
     const uint64_t* d_ids = args.Add(ids);
@@ -137,6 +153,7 @@ class CudaHrrSpace final : public HrrSpace {
     if (absl::Status s = CheckSlots("slots", slots, config_); !s.ok()) return s;
     const int n = int(slots.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* dest = AddDest(args, slots);
     return Execute(args, 0, [&](cudaStream_t s) -> absl::Status {
@@ -184,6 +201,7 @@ class CudaHrrSpace final : public HrrSpace {
     if (n == 0) return absl::OkStatus();
     int max_terms = 0;
     for (int g = 0; g < n; ++g) max_terms = std::max(max_terms, offsets[size_t(g) + 1] - offsets[size_t(g)]);
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* dest = AddDest(args, out);
     const int32_t* d_offsets = args.Add(offsets);
@@ -199,6 +217,7 @@ class CudaHrrSpace final : public HrrSpace {
     if (absl::Status s = CheckSimilarity(a, b, cosines.size(), config_); !s.ok()) return s;
     const int n = int(a.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* d_a = args.Add(a);
     const int32_t* d_b = args.Add(b);
@@ -206,7 +225,7 @@ class CudaHrrSpace final : public HrrSpace {
       FB_CUDA_CHECK(LaunchSimilarity(store_, d_a, d_b, Out<float>(), n, s));
       return absl::OkStatus();
     }));
-    std::memcpy(cosines.data(), pinned_.data(), cosines.size_bytes());
+    std::memcpy(cosines.data(), Pinned().data(), cosines.size_bytes());
     return absl::OkStatus();
   }
 
@@ -214,7 +233,9 @@ class CudaHrrSpace final : public HrrSpace {
                        std::span<int32_t> top_slots, std::span<float> top_cosines) override;
 
  private:
-  ArgBlock Args() { return ArgBlock(pinned_.data(), workspace_.data(), layout_->args_bytes); }
+  // With the context's lock held, from the call's packing to its results' reading.
+  const fbc::PinnedBuffer& Pinned() const { return context_->pinned(); }
+  ArgBlock Args() { return ArgBlock(Pinned().data(), workspace_.data(), layout_->args_bytes); }
   Cf* Stage() const { return workspace_.at<Cf>(layout_->stage_at); }
   template <typename T>
   T* Out() const {
@@ -245,6 +266,7 @@ class CudaHrrSpace final : public HrrSpace {
                       cudaError_t (*launch)(const SlotStore&, Cf*, const int32_t*, const B*, int, cudaStream_t)) {
     const int n = int(out.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* dest = AddDest(args, out);
     const int32_t* d_a = args.Add(a);
@@ -259,6 +281,7 @@ class CudaHrrSpace final : public HrrSpace {
                      cudaError_t (*launch)(const SlotStore&, Cf*, const int32_t*, int, cudaStream_t)) {
     const int n = int(out.size());
     if (n == 0) return absl::OkStatus();
+    absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
     ArgBlock args = Args();
     const int32_t* dest = AddDest(args, out);
     const int32_t* d_a = args.Add(a);
@@ -270,7 +293,7 @@ class CudaHrrSpace final : public HrrSpace {
 
   // The call's copy in, `enqueue`'s kernels, the copy back of out_bytes from `out` into the
   // pinned block (none when 0), one synchronisation, all on the shared context's stream under its
-  // lock. A failed call fails alone: every kernel that writes slots is the last one a call
+  // lock, which the caller holds. A failed call fails alone: every kernel that writes slots is the last one a call
   // enqueues (the commit), and after it only the copy back and the synchronisation can fail, which
   // only a sticky error makes them do. After a sticky error (the device context is lost for the
   // whole process) the space refuses every later call.
@@ -282,15 +305,15 @@ class CudaHrrSpace final : public HrrSpace {
     if (args.overflow())
       return absl::InternalError(absl::StrCat("a call's arguments do not fit the argument block of ",
                                               layout_->args_bytes, " bytes"));
-    absl::MutexLock lock(&context_->mu());
+    context_->mu().AssertHeld();
     const cudaStream_t s = context_->stream();
     absl::Status status = [&]() -> absl::Status {
       FB_CUDA_CHECK(cudaSetDevice(kDevice));
-      FB_CUDA_CHECK(fbc::CopyAsync(counters_, workspace_.data(), pinned_.data(), size_t(args.bytes()),
+      FB_CUDA_CHECK(fbc::CopyAsync(counters_, workspace_.data(), Pinned().data(), size_t(args.bytes()),
                                    cudaMemcpyHostToDevice, s));
       FB_RETURN_IF_ERROR(enqueue(s));
       if (out_bytes > 0)
-        FB_CUDA_CHECK(fbc::CopyAsync(counters_, pinned_.data(), Out<std::byte>(), size_t(out_bytes),
+        FB_CUDA_CHECK(fbc::CopyAsync(counters_, Pinned().data(), Out<std::byte>(), size_t(out_bytes),
                                      cudaMemcpyDeviceToHost, s));
       FB_CUDA_CHECK(cudaStreamSynchronize(s));
       return absl::OkStatus();
@@ -317,11 +340,11 @@ class CudaHrrSpace final : public HrrSpace {
   SlotStore store_;
 
   // Declared before what is bound to it or lives in it, so destroyed after: the plans are bound
-  // to the context's stream.
+  // to the context's stream, and the buffers are freed on it (cudaFreeAsync) into its pool, after
+  // this space's last call (which synchronised) and before the context can go.
   std::shared_ptr<LibraryContext> context_;
-  fbc::DeviceBuffer owned_storage_;  // the slots, unless the caller gave an HrrStorage
-  fbc::DeviceBuffer workspace_;
-  fbc::PinnedBuffer pinned_;
+  fbc::StreamBuffer owned_storage_;  // the slots, unless the caller gave an HrrStorage
+  fbc::StreamBuffer workspace_;
   FftPlans fft_;
 };
 
@@ -340,6 +363,11 @@ absl::Status CudaHrrSpace::Init(HrrStorage storage) {
   const int64_t needed = layout_->device_bytes + (storage.data == nullptr ? storage_bytes : 0);
   size_t free_bytes = 0, total_bytes = 0;
   FB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  // What the pool keeps from deleted spaces is free for this one too.
+  uint64_t reserved = 0, used = 0;
+  FB_CUDA_CHECK(cudaMemPoolGetAttribute(context_->pool(), cudaMemPoolAttrReservedMemCurrent, &reserved));
+  FB_CUDA_CHECK(cudaMemPoolGetAttribute(context_->pool(), cudaMemPoolAttrUsedMemCurrent, &used));
+  free_bytes += size_t(reserved - std::min(reserved, used));
   cudaDeviceProp prop{};
   FB_CUDA_CHECK(cudaGetDeviceProperties(&prop, kDevice));
   FB_RETURN_IF_ERROR(CheckMemoryFits(
@@ -348,12 +376,15 @@ absl::Status CudaHrrSpace::Init(HrrStorage storage) {
                    config_.max_batch),
       needed, prop.name, int64_t(free_bytes)));
 
+  // Stream-ordered, from the context's pool: no cudaMalloc, no cudaHostAlloc, nothing that waits
+  // for the robots' kernels on other streams. The pinned block grows only for a space larger than
+  // any before (never after the Memory store's Reserve).
+  FB_RETURN_IF_ERROR(context_->EnsurePinned(layout_->pinned_bytes));
   if (storage.data == nullptr) {
-    FB_CUDA_CHECK(fbc::AllocateDevice(counters_, size_t(storage_bytes), owned_storage_));
+    FB_CUDA_CHECK(fbc::AllocateFromPool(counters_, size_t(storage_bytes), context_->pool(), stream, owned_storage_));
     storage = HrrStorage{owned_storage_.data(), storage_bytes};
   }
-  FB_CUDA_CHECK(fbc::AllocateDevice(counters_, size_t(layout_->device_bytes), workspace_));
-  FB_CUDA_CHECK(fbc::AllocatePinned(counters_, size_t(layout_->pinned_bytes), pinned_));
+  FB_CUDA_CHECK(fbc::AllocateFromPool(counters_, size_t(layout_->device_bytes), context_->pool(), stream, workspace_));
 
   const int64_t spectra_bytes = AlignRegion(int64_t(config_.capacity) * bins_ * int64_t(sizeof(Cf)));
   store_.spectra = static_cast<Cf*>(storage.data);
@@ -364,7 +395,6 @@ absl::Status CudaHrrSpace::Init(HrrStorage storage) {
   // Zero vectors in every slot; a zeroed workspace keeps FFT padding rows finite from the start.
   FB_CUDA_CHECK(cudaMemsetAsync(storage.data, 0, size_t(storage_bytes), stream));
   FB_CUDA_CHECK(cudaMemsetAsync(workspace_.data(), 0, workspace_.bytes(), stream));
-  std::memset(pinned_.data(), 0, pinned_.bytes());
   FB_RETURN_IF_ERROR(fft_.SetWorkArea(workspace_.at<void>(layout_->fft_at)));
   FB_CUDA_CHECK(cudaStreamSynchronize(stream));
   return absl::OkStatus();
@@ -382,6 +412,7 @@ absl::Status CudaHrrSpace::Cleanup(std::span<const int32_t> queries, int item_be
     return absl::OkStatus();
   }
 
+  absl::MutexLock lock(&context_->mu());  // the pinned block is the context's
   ArgBlock args = Args();
   const int32_t* d_queries = args.Add(queries);
   const int chunk = CleanupChunkItems(*layout_, n, item_count);
@@ -412,8 +443,8 @@ absl::Status CudaHrrSpace::Cleanup(std::span<const int32_t> queries, int item_be
     }
     return absl::OkStatus();
   }));
-  std::memcpy(top_slots.data(), pinned_.data(), size_t(cells) * sizeof(int32_t));
-  std::memcpy(top_cosines.data(), pinned_.data() + cells * int64_t(sizeof(int32_t)), size_t(cells) * sizeof(float));
+  std::memcpy(top_slots.data(), Pinned().data(), size_t(cells) * sizeof(int32_t));
+  std::memcpy(top_cosines.data(), Pinned().data() + cells * int64_t(sizeof(int32_t)), size_t(cells) * sizeof(float));
   return absl::OkStatus();
 }
 

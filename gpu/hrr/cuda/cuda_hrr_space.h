@@ -2,9 +2,10 @@
 // work areas we allocate, fused bin-by-bin kernels, cleanup as one cuBLAS GEMM plus a top-k pass.
 // gpu/hrr/cuda/README.md has the kernels, the memory layout and the copies of each call.
 //
-// Per space: its vectors (unless given an HrrStorage), a device workspace and a pinned block sized
-// by its max_batch, and its cuFFT plans. Per process: one LibraryContext (cuda_libraries.h), held by
-// every space: the stream all spaces run on and the cuBLAS handle with its work area.
+// Per space: its vectors (unless given an HrrStorage) and a device workspace sized by its max_batch,
+// both from the context's stream-ordered memory pool, and its cuFFT plans. Per process: one
+// LibraryContext (cuda_libraries.h), held by every space: the stream all spaces run on, the memory
+// pool, the one pinned staging block, and the cuBLAS handle with its work area.
 //
 // Threading: one space is used by one thread at a time (HrrSpace's contract). Different spaces may
 // be used from different threads at once: their device work is serialised on the shared context's
@@ -28,8 +29,9 @@ absl::StatusOr<std::unique_ptr<HrrSpace>> MakeCudaHrrSpace(const HrrConfig& conf
 // promises (one host-to-device copy per call, at most one back, no allocation after creation)
 // instead of assuming them.
 struct HrrCudaCounters {
-  int64_t device_allocs = 0;  // cudaMalloc calls
-  int64_t host_allocs = 0;    // cudaHostAlloc calls
+  int64_t device_allocs = 0;  // cudaMalloc calls (none since the stream-ordered allocator)
+  int64_t host_allocs = 0;    // cudaHostAlloc calls (none: the pinned block is the context's)
+  int64_t pool_allocs = 0;    // cudaMallocFromPoolAsync calls: the slots (unless given) and the workspace
   int64_t h2d_copies = 0;
   int64_t d2h_copies = 0;
   int64_t h2d_bytes = 0;

@@ -2,11 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gpu/cuda/cuda_check.h"
+#include "gpu/hrr/cuda/hrr_workspace.h"
 
 #ifndef FIELDBRAIN_CUDA_LIBRARY_DIR
 #define FIELDBRAIN_CUDA_LIBRARY_DIR ""
@@ -129,6 +132,19 @@ absl::Status LibraryContext::Init() {
   cudaStream_t stream = nullptr;
   FB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_ = ::fieldbrain::cuda::Stream(stream);
+  // A pool of our own rather than the device's default one, which other code of the process
+  // (the robots' engine, a library) may share and trim: freed memory stays in it for the next
+  // space (no release at each synchronisation), never returned to the device while we live.
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = kDevice;
+  cudaMemPool_t pool = nullptr;
+  FB_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+  pool_ = ::fieldbrain::cuda::MemPool(pool);
+  uint64_t keep = std::numeric_limits<uint64_t>::max();
+  FB_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   size_t blas_bytes = 0;
   FB_RETURN_IF_ERROR(ScoreGemm::WorkspaceBytes(blas_bytes));
   void* work = nullptr;
@@ -138,8 +154,33 @@ absl::Status LibraryContext::Init() {
 }
 
 LibraryContext::~LibraryContext() {
-  // Nothing queued may outlive the work area and the handle.
+  // Nothing queued (the spaces' last frees included) may outlive the work area, the handle, the
+  // pinned block and the pool.
   if (stream_) static_cast<void>(cudaStreamSynchronize(stream_.get()));
+}
+
+absl::Status LibraryContext::Reserve(const HrrConfig& largest) {
+  absl::MutexLock lock(&mu_);
+  return EnsurePinned(PinnedBytesFor(largest));
+}
+
+absl::Status LibraryContext::EnsurePinned(int64_t bytes) {
+  if (int64_t(pinned_.bytes()) >= bytes) return absl::OkStatus();
+  // No call is in flight (they hold mu_ until synchronised): the old block is nobody's.
+  pinned_ = ::fieldbrain::cuda::PinnedBuffer();
+  pinned_bytes_.store(0);
+  void* p = nullptr;
+  pinned_allocs_.fetch_add(1);
+  FB_CUDA_CHECK(cudaHostAlloc(&p, size_t(bytes), cudaHostAllocDefault));
+  std::memset(p, 0, size_t(bytes));  // argument padding copied in is never uninitialised bytes
+  pinned_ = ::fieldbrain::cuda::PinnedBuffer(p, size_t(bytes));
+  pinned_bytes_.store(bytes);
+  return absl::OkStatus();
+}
+
+int64_t PinnedBytesFor(const HrrConfig& config) {
+  // The pinned regions depend on the dimension and max_batch only (not on the cuFFT work area).
+  return HrrWorkspace(config, 0).pinned_bytes;
 }
 
 absl::Status LibraryContext::health() const {
