@@ -1,7 +1,9 @@
-// Host-side layout of a CUDA space's one device workspace and one pinned block (no CUDA calls,
-// so sizes can be reasoned about and printed without a GPU).
+// Host-side layout of a CUDA space's one device workspace and of what its calls stage in the
+// pinned block (the shared LibraryContext's, at least pinned_bytes long) (no CUDA calls, so sizes
+// can be reasoned about and printed without a GPU).
 //
-// Device workspace (one cudaMalloc; every region 256-byte aligned):
+// Device workspace (one stream-ordered allocation from the context's pool; every region 256-byte
+// aligned):
 //   args     the device mirror of the argument block: what one call's host-to-device copy brings
 //            (slot lists, per-entry values, and Put's vectors or PutSpectra's spectra)
 //   stage    max_batch spectra: results before they are committed; FFT input or output
