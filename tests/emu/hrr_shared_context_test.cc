@@ -35,6 +35,14 @@ class SharedContextTest : public ::testing::Test {
  protected:
   void TearDown() override { emu::ResetDevice(); }
 
+  // A Memory store of 256 MiB on the CUDA backend.
+  static absl::StatusOr<std::unique_ptr<server::memory::MemoryStore>> CudaStore() {
+    server::memory::MemoryOptions options;
+    options.arena_bytes = 256 * kMiB;
+    options.engine_kind = "cuda";
+    return server::memory::MemoryStore::Create(options, nullptr);
+  }
+
   static std::unique_ptr<HrrSpace> Space(int dim = 1024, int capacity = 256, int batch = 256) {
     absl::StatusOr<std::unique_ptr<HrrSpace>> s = hrr::MakeHrrSpace("cuda", HrrConfig{dim, capacity, batch});
     EXPECT_TRUE(s.ok()) << s.status();
@@ -64,11 +72,8 @@ TEST_F(SharedContextTest, EverySpaceSharesOneContextThatGoesWithTheLast) {
 }
 
 TEST_F(SharedContextTest, TheMemoryStoreCountsTheContextOnceAndFitsManySpaces) {
-  server::memory::MemoryOptions options;
-  options.arena_bytes = 256 * kMiB;
-  options.engine_kind = "cuda";
-  absl::StatusOr<std::unique_ptr<server::memory::MemoryStore>> store =
-      server::memory::MemoryStore::Create(options, nullptr);
+  const int64_t made_before = hrr::cuda::CurrentLibraryContextStats().made;  // earlier tests' too
+  absl::StatusOr<std::unique_ptr<server::memory::MemoryStore>> store = CudaStore();
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_EQ((*store)->backend(), "cuda");
   // The cuBLAS work area and the pinned staging block, sized once for the largest space the
@@ -92,7 +97,7 @@ TEST_F(SharedContextTest, TheMemoryStoreCountsTheContextOnceAndFitsManySpaces) {
   const uint64_t spaces_bytes = std::accumulate(list.spaces().begin(), list.spaces().end(), uint64_t(0),
                                                 [](uint64_t sum, const brain::v1::SpaceInfo& s) { return sum + s.bytes(); });
   EXPECT_EQ(list.limits().arena_used_bytes(), spaces_bytes + uint64_t(32 * kMiB + pinned));
-  EXPECT_EQ(hrr::cuda::CurrentLibraryContextStats().made, 1);
+  EXPECT_EQ(hrr::cuda::CurrentLibraryContextStats().made, made_before + 1);
   EXPECT_TRUE((*store)->device_health().ok());
 }
 
@@ -100,11 +105,7 @@ TEST_F(SharedContextTest, CreatingAndDeletingSpacesNeverSynchronisesTheDevice) {
   // cudaMalloc, cudaFree, cudaHostAlloc and cudaFreeHost synchronise the device on a card (they
   // would hold up the robots' kernels on their own stream): once the store exists, making and
   // deleting spaces calls none of them, only the stream-ordered allocator.
-  server::memory::MemoryOptions options;
-  options.arena_bytes = 256 * kMiB;
-  options.engine_kind = "cuda";
-  absl::StatusOr<std::unique_ptr<server::memory::MemoryStore>> store =
-      server::memory::MemoryStore::Create(options, nullptr);
+  absl::StatusOr<std::unique_ptr<server::memory::MemoryStore>> store = CudaStore();
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_EQ((*store)->backend(), "cuda");
   const std::vector<std::string> synchronising = {"cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaFreeHost"};
