@@ -97,7 +97,7 @@ class CudaHrrSpace final : public HrrSpace {
     ArgBlock args = Args();
     const int32_t* d_slots = args.Add(slots);
     FB_RETURN_IF_ERROR(Execute(args, int64_t(values.size_bytes()), [&](cudaStream_t s) -> absl::Status {
-      FB_CUDA_CHECK(LaunchGather(store_, Stage(), d_slots, 1.0f, n, s));
+      FB_CUDA_CHECK(LaunchGather(store_, Stage(), d_slots, n, s));
       return fft_.Inverse(n, Stage(), Out<float>());
     }));
     // The 1/D after the transform, as the CPU backend applies it (hrr_math.h's GetScale).
@@ -126,7 +126,7 @@ class CudaHrrSpace final : public HrrSpace {
     ArgBlock args = Args();
     const int32_t* d_slots = args.Add(slots);
     FB_RETURN_IF_ERROR(Execute(args, int64_t(spectra.size_bytes()), [&](cudaStream_t s) -> absl::Status {
-      FB_CUDA_CHECK(LaunchGather(store_, Out<Cf>(), d_slots, 1.0f, n, s));
+      FB_CUDA_CHECK(LaunchGather(store_, Out<Cf>(), d_slots, n, s));
       return absl::OkStatus();
     }));
     std::memcpy(spectra.data(), Pinned().data(), spectra.size_bytes());

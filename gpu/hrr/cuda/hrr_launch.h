@@ -64,9 +64,8 @@ cudaError_t LaunchPermute(const SlotStore& store, Cf* stage, const int32_t* a, c
                           cudaStream_t stream);
 cudaError_t LaunchPower(const SlotStore& store, Cf* stage, const int32_t* base, const float* exponents, int n,
                         cudaStream_t stream);
-// stage[i] <- scale * spectrum of slots[i]: Get (scale 1/D, before the inverse FFT) and GetSpectra.
-cudaError_t LaunchGather(const SlotStore& store, Cf* stage, const int32_t* slots, float scale, int n,
-                         cudaStream_t stream);
+// stage[i] <- spectrum of slots[i], contiguous: Get (before the inverse FFT) and GetSpectra.
+cudaError_t LaunchGather(const SlotStore& store, Cf* stage, const int32_t* slots, int n, cudaStream_t stream);
 
 // --- superpose_kernel.cu ---
 // stage[g] <- sum of weights[j] * terms[j], j in [offsets[g], offsets[g + 1]) (weights null: 1).

@@ -84,8 +84,7 @@ struct PowerOp {
 struct GatherOp {
   SlotStore st;
   const int32_t* slots;
-  float scale;
-  __device__ Cf operator()(int i, int k) const { return cscale(SlotBin(st.spectra, st.bins, slots[i], k), scale); }
+  __device__ Cf operator()(int i, int k) const { return SlotBin(st.spectra, st.bins, slots[i], k); }
 };
 
 }  // namespace
@@ -123,9 +122,8 @@ cudaError_t LaunchPower(const SlotStore& store, Cf* stage, const int32_t* base, 
   return LaunchMap(PowerOp{store, base, exponents}, stage, n, store.bins, stream);
 }
 
-cudaError_t LaunchGather(const SlotStore& store, Cf* stage, const int32_t* slots, float scale, int n,
-                         cudaStream_t stream) {
-  return LaunchMap(GatherOp{store, slots, scale}, stage, n, store.bins, stream);
+cudaError_t LaunchGather(const SlotStore& store, Cf* stage, const int32_t* slots, int n, cudaStream_t stream) {
+  return LaunchMap(GatherOp{store, slots}, stage, n, store.bins, stream);
 }
 
 }  // namespace fieldbrain::hrr::cuda
