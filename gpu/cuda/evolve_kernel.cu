@@ -57,7 +57,7 @@ __device__ __forceinline__ Quad Zero() { return Quad{{0.0f, 0.0f, 0.0f, 0.0f}}; 
 // Tile loads per thread: (rows + 2) * quads over rows * quads threads, at most 3 (rows = 1).
 constexpr int kMaxTileLoads = 3;
 
-__global__ void __launch_bounds__(kMaxEvolveThreads) EvolveKernel(const CycleArgs a) {
+FB_KERNEL(EvolveKernel, kMaxEvolveThreads, const CycleArgs a) {
   const int row = blockIdx.z;
   if (row >= *a.count) return;  // uniform over the block, before any barrier
 

@@ -11,7 +11,7 @@ namespace {
 constexpr int kInitThreads = 256;
 constexpr int64_t kInitMaxBlocks = 1024;
 
-__global__ void __launch_bounds__(kInitThreads) InitFieldKernel(float* field, const FieldShape shape, uint64_t seed) {
+FB_KERNEL(InitFieldKernel, kInitThreads, float* field, const FieldShape shape, uint64_t seed) {
   const int64_t n = shape.floats();
   const int64_t stride = int64_t(gridDim.x) * kInitThreads;
   for (int64_t i = int64_t(blockIdx.x) * kInitThreads + threadIdx.x; i < n; i += stride)

@@ -28,7 +28,7 @@ __device__ void EntryCosines(const float (*key)[2], const MemoryBank& bank, floa
   }
 }
 
-__global__ void __launch_bounds__(kMemoryThreads) MemoryKeyKernel(const CycleArgs a) {
+FB_KERNEL(MemoryKeyKernel, kMemoryThreads, const CycleArgs a) {
   const int row = blockIdx.x;
   if (row >= *a.count) return;
   const BatchInputRow& in = a.rows[row];
@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(kMemoryThreads) MemoryKeyKernel(const CycleArg
   if (t == 0) model::memory_recall(bank, cos, st);
 }
 
-__global__ void __launch_bounds__(kMemoryThreads) MemoryPatternKernel(const CycleArgs a) {
+FB_KERNEL(MemoryPatternKernel, kMemoryThreads, const CycleArgs a) {
   const int row = blockIdx.y;
   if (row >= *a.count) return;
   const int slot = a.rows[row].slot;

@@ -11,7 +11,7 @@ namespace {
 
 constexpr int kOpenThreads = 64;
 
-__global__ void __launch_bounds__(kOpenThreads) OpenCycleKernel(const CycleArgs a) {
+FB_KERNEL(OpenCycleKernel, kOpenThreads, const CycleArgs a) {
   const int row = blockIdx.x * kOpenThreads + threadIdx.x;
   if (row >= *a.count) return;
   const BatchInputRow& in = a.rows[row];

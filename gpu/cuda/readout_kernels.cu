@@ -22,7 +22,7 @@ constexpr int kCloseThreads = kFeatures;
 constexpr int kCloseWarps = kCloseThreads / kWarp;
 static_assert(kCloseThreads == kContentGroups * kPoolBlocks, "one thread per pooled feature");
 
-__global__ void __launch_bounds__(kCloseThreads) CloseCycleKernel(const CycleArgs a) {
+FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   const int row = blockIdx.x;
   if (row >= *a.count) return;  // uniform over the block, before any barrier
 

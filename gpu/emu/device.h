@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "cuda_emu/launch.h"
 #include "cuda_runtime_api.h"
 
 // A memory pool of the stream-ordered allocator: bytes it reserves on the device (counted against
@@ -37,7 +38,6 @@ struct Card {
   int bus_bits;
   int clock_khz;
 };
-inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr int kMaxBlockDim[3] = {1024, 1024, 64};
 inline constexpr int kMaxGridDim[3] = {2147483647, 65535, 65535};
 inline constexpr int kRegsPerBlock = 65536;

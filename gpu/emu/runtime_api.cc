@@ -118,6 +118,9 @@ cudaError_t EnqueueKernel(const LaunchConfig& c, std::function<void()> thread_bo
       b.x > unsigned(kMaxBlockDim[0]) || b.y > unsigned(kMaxBlockDim[1]) || b.z > unsigned(kMaxBlockDim[2]) ||
       g.x > unsigned(kMaxGridDim[0]) || g.y > unsigned(kMaxGridDim[1]) || g.z > unsigned(kMaxGridDim[2]))
     return Record(cudaErrorInvalidConfiguration);
+  // What a card answers when a block is within the device's limit but over the kernel's own
+  // (its launch bound, or the registers it needs): too many resources requested for launch.
+  if (threads > uint64_t(c.max_threads_per_block)) return Record(cudaErrorLaunchOutOfResources);
   if (c.dynamic_shared_bytes > MaxDynamicShared(c.kernel) || c.dynamic_shared_bytes > card.shared_per_block_optin)
     return Record(cudaErrorInvalidValue);
   if (const cudaError_t fault = TakeLaunchFault(c.name); fault != cudaSuccess) return Record(fault);

@@ -170,6 +170,21 @@ TEST_F(EmuTest, LaunchesOverTheCardsLimitsAreRefusedAsTheRuntimeRefusesThem) {
   EXPECT_TRUE(Reports().empty());
 }
 
+// A kernel's __launch_bounds__ is its own limit below the card's: a block over it is refused with
+// the error a card gives (too many resources requested), which is not sticky, and the kernel's
+// attributes report it.
+TEST_F(EmuTest, LaunchesOverTheKernelsLaunchBoundAreRefused) {
+  float* out = DeviceFloats(1);
+  EXPECT_EQ(BoundedKernelMaxThreads(), kBoundedThreads);
+  EXPECT_EQ(LaunchBounded(out, kBoundedThreads + 1, nullptr), cudaErrorLaunchOutOfResources);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "not sticky, and the launcher took it";
+  EXPECT_EQ(LaunchBounded(out, 1025, nullptr), cudaErrorInvalidConfiguration) << "the card's limit comes first";
+  EXPECT_EQ(LaunchBounded(out, kBoundedThreads, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+  EXPECT_EQ(Read(out, 1)[0], float(kBoundedThreads));
+  EXPECT_TRUE(Reports().empty());
+}
+
 // Static and dynamic shared memory share the block's 48 KiB unless the kernel's attribute was
 // raised: 16 KiB static + 32 KiB dynamic fits, + 40 KiB does not (the launch a card refuses).
 TEST_F(EmuTest, StaticAndDynamicSharedMemoryShareTheBlocksLimit) {

@@ -85,6 +85,10 @@ __global__ void StaticAndDynamicKernel(float* out, int words) {
   if (threadIdx.x == 0) out[0] = fixed[4095] + (words > 0 ? dyn[words - 1] : 0.0f);
 }
 
+FB_KERNEL(BoundedKernel, kBoundedThreads, float* out) {
+  if (threadIdx.x == 0) out[0] = float(blockDim.x);
+}
+
 }  // namespace
 
 cudaError_t LaunchStaticAndDynamic(float* out, size_t dynamic_bytes, cudaStream_t stream) {
@@ -149,6 +153,16 @@ cudaError_t LaunchSized(float* out, int threads, size_t dynamic_bytes, cudaStrea
 
 cudaError_t RaiseSizedSharedLimit(int bytes) {
   return cudaFuncSetAttribute(SizedKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+cudaError_t LaunchBounded(float* out, int threads, cudaStream_t stream) {
+  FB_LAUNCH(BoundedKernel, 1, unsigned(threads), 0, stream)(out);
+  return cudaGetLastError();
+}
+
+int BoundedKernelMaxThreads() {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, BoundedKernel) == cudaSuccess ? attributes.maxThreadsPerBlock : 0;
 }
 
 }  // namespace fieldbrain::emu::testing

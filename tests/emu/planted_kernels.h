@@ -33,5 +33,11 @@ cudaError_t LaunchSized(float* out, int threads, size_t dynamic_bytes, cudaStrea
 cudaError_t LaunchStaticAndDynamic(float* out, size_t dynamic_bytes, cudaStream_t stream);
 // cudaFuncSetAttribute(MaxDynamicSharedMemorySize) for LaunchSized's kernel.
 cudaError_t RaiseSizedSharedLimit(int bytes);
+// A kernel declared with a launch bound of kBoundedThreads (FB_KERNEL), launched with `threads`
+// threads; it writes its block size to out[0].
+inline constexpr int kBoundedThreads = 96;
+cudaError_t LaunchBounded(float* out, int threads, cudaStream_t stream);
+// cudaFuncGetAttributes' maxThreadsPerBlock for that kernel (0 when the call fails).
+int BoundedKernelMaxThreads();
 
 }  // namespace fieldbrain::emu::testing

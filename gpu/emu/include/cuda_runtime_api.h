@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda_emu/launch_bound.h"
 #include "vector_types.h"
 
 enum cudaError_t {
@@ -285,7 +286,11 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void* fu
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value);
 template <typename... Params>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void (*func)(Params...)) {
-  return cudaFuncGetAttributes(attributes, reinterpret_cast<const void*>(func));
+  const cudaError_t e = cudaFuncGetAttributes(attributes, reinterpret_cast<const void*>(func));
+  // A card reports the kernel's launch bound when it is below the per-block limit.
+  constexpr int bound = fieldbrain::emu::DeclaredLaunchBound<Params...>();
+  if (e == cudaSuccess && bound > 0 && bound < attributes->maxThreadsPerBlock) attributes->maxThreadsPerBlock = bound;
+  return e;
 }
 template <typename... Params>
 cudaError_t cudaFuncSetAttribute(void (*func)(Params...), cudaFuncAttribute attr, int value) {

@@ -20,8 +20,8 @@ constexpr int kChunkThreads = 128;
 constexpr int kMergeThreads = 64;
 static_assert(kMaxParts + 1 <= kMergeThreads, "a merge block holds every part list and the running list");
 
-__global__ void __launch_bounds__(kFlatThreads)
-    WeightQueriesKernel(const SlotStore st, Cf* __restrict__ weighted, const int32_t* __restrict__ queries, int n) {
+FB_KERNEL(WeightQueriesKernel, kFlatThreads,
+          const SlotStore st, Cf* __restrict__ weighted, const int32_t* __restrict__ queries, int n) {
   int i, k;
   if (!FlatEntryBin(n, st.bins, i, k)) return;
   StoreBin(weighted + int64_t(i) * st.bins + k,
@@ -30,9 +30,9 @@ __global__ void __launch_bounds__(kFlatThreads)
 
 // Block (query q, part p): the items of part p of the chunk, cosines as the CPU backend forms
 // them (hrr_math.h's cosine: 0 for a zero query), zero items skipped.
-__global__ void __launch_bounds__(kChunkThreads)
-    ChunkTopKKernel(const SlotStore st, const float* __restrict__ scores, const int32_t* __restrict__ queries,
-                    int first_item, int items, int k, TopKLists parts) {
+FB_KERNEL(ChunkTopKKernel, kChunkThreads,
+          const SlotStore st, const float* __restrict__ scores, const int32_t* __restrict__ queries, int first_item,
+          int items, int k, TopKLists parts) {
   FB_SHARED(Ranked, scratch, [kChunkThreads / kWarpSize]);
   const int q = blockIdx.x;
   const int p = blockIdx.y;
@@ -55,9 +55,9 @@ __global__ void __launch_bounds__(kChunkThreads)
 }
 
 // Block q: thread 0 holds the running list (when there is one), the next threads the parts'.
-__global__ void __launch_bounds__(kMergeThreads)
-    MergeTopKKernel(TopKLists parts, int n_parts, TopKLists running, bool has_running, int k,
-                    int32_t* __restrict__ final_slots, float* __restrict__ final_cos) {
+FB_KERNEL(MergeTopKKernel, kMergeThreads,
+          TopKLists parts, int n_parts, TopKLists running, bool has_running, int k, int32_t* __restrict__ final_slots,
+          float* __restrict__ final_cos) {
   FB_SHARED(Ranked, scratch, [kMergeThreads / kWarpSize]);
   const int q = blockIdx.x;
   float cos[kListEntries];

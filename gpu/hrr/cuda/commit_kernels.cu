@@ -13,8 +13,8 @@ namespace {
 // in flight per SM at D = 1024 (513 bins: 5 passes) without idling most of a block at small D.
 constexpr int kCommitThreads = 128;
 
-__global__ void __launch_bounds__(kCommitThreads)
-    CommitKernel(const SlotStore st, const Cf* __restrict__ rows, const int32_t* __restrict__ dest, bool normalize) {
+FB_KERNEL(CommitKernel, kCommitThreads,
+          const SlotStore st, const Cf* __restrict__ rows, const int32_t* __restrict__ dest, bool normalize) {
   FB_SHARED(float, scratch, [kCommitThreads / kWarpSize]);
   const int32_t slot = dest[blockIdx.x];
   if (slot < 0) return;  // a later entry names the same slot; the whole block leaves together
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kCommitThreads)
   if (threadIdx.x == 0) st.norm2[slot] = n2;
 }
 
-__global__ void __launch_bounds__(kFlatThreads) ZeroKernel(const SlotStore st, const int32_t* __restrict__ dest, int n) {
+FB_KERNEL(ZeroKernel, kFlatThreads, const SlotStore st, const int32_t* __restrict__ dest, int n) {
   int i, k;
   if (!FlatEntryBin(n, st.bins, i, k)) return;
   const int32_t slot = dest[i];

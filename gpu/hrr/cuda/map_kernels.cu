@@ -11,7 +11,7 @@ namespace fieldbrain::hrr::cuda {
 namespace {
 
 template <typename Op>
-__global__ void __launch_bounds__(kFlatThreads) MapKernel(const Op op, Cf* __restrict__ stage, int n, int bins) {
+FB_KERNEL(MapKernel, kFlatThreads, const Op op, Cf* __restrict__ stage, int n, int bins) {
   int i, k;
   if (!FlatEntryBin(n, bins, i, k)) return;
   StoreBin(stage + int64_t(i) * bins + k, op(i, k));

@@ -12,9 +12,9 @@ namespace {
 constexpr int kSimilarityThreads = 256;
 constexpr int kPairsPerBlock = kSimilarityThreads / kWarpSize;
 
-__global__ void __launch_bounds__(kSimilarityThreads)
-    SimilarityKernel(const SlotStore st, const int32_t* __restrict__ a, const int32_t* __restrict__ b,
-                     float* __restrict__ cosines, int n) {
+FB_KERNEL(SimilarityKernel, kSimilarityThreads,
+          const SlotStore st, const int32_t* __restrict__ a, const int32_t* __restrict__ b, float* __restrict__ cosines,
+          int n) {
   const int i = blockIdx.x * kPairsPerBlock + threadIdx.x / kWarpSize;
   if (i >= n) return;  // whole warps leave together
   const int lane = threadIdx.x % kWarpSize;

@@ -18,9 +18,9 @@ namespace {
 constexpr int kMaxSuperposeWarps = 8;
 
 template <int kWarps>
-__global__ void __launch_bounds__(kWarpSize* kWarps)
-    SuperposeKernel(const SlotStore st, Cf* __restrict__ stage, const int32_t* __restrict__ offsets,
-                    const int32_t* __restrict__ terms, const float* __restrict__ weights) {
+FB_KERNEL(SuperposeKernel, kWarpSize * kWarps,
+          const SlotStore st, Cf* __restrict__ stage, const int32_t* __restrict__ offsets,
+          const int32_t* __restrict__ terms, const float* __restrict__ weights) {
   FB_SHARED(float2, partial, [kWarps][kWarpSize]);
   const int g = blockIdx.x;
   const int k = blockIdx.y * kWarpSize + threadIdx.x;

@@ -19,15 +19,15 @@
 #include <utility>
 
 #include "cuda_emu/launch.h"
+#include "cuda_emu/launch_bound.h"
 #include "cuda_runtime_api.h"
 
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
-// Launch bounds steer nvcc's register allocation; the emulator has no registers and does not see
-// them (gpu/cuda/README.md lists what the emulation does not check).
-#define __launch_bounds__(...)
+// No __launch_bounds__: a kernel declares its bound with FB_KERNEL (gpu/cuda/kernel_macros.h),
+// which the emulator enforces (cuda_emu/launch_bound.h); a bound spelled in CUDA would be lost here.
 
 namespace fieldbrain::emu {
 
@@ -67,18 +67,44 @@ T* DynamicShared() {
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...): the arguments are copied at launch, as the
-// runtime copies a kernel's parameters, and every thread gets its own by-value copies.
+// runtime copies a kernel's parameters, and every thread gets its own by-value copies. A kernel
+// declared with FB_KERNEL has a last parameter, its LaunchBound, that the launch passes itself.
 template <typename... Params>
 class KernelLaunch {
+  static constexpr int kBound = DeclaredLaunchBound<Params...>();
+  static constexpr size_t kArgs = sizeof...(Params) - (kBound > 0 ? 1 : 0);
+
+  template <size_t... I>
+  static auto ArgTuple(std::index_sequence<I...>)
+      -> std::tuple<std::decay_t<std::tuple_element_t<I, std::tuple<Params...>>>...>;
+  // What a launch keeps of its arguments, and what an injected effect reads (control.h): the
+  // kernel's parameters without the bound.
+  using Args = decltype(ArgTuple(std::make_index_sequence<kArgs>{}));
+
  public:
   KernelLaunch(void (*kernel)(Params...), const char* name, dim3 grid, dim3 block, size_t smem, cudaStream_t stream)
-      : kernel_(kernel), config_{name, reinterpret_cast<const void*>(kernel), grid, block, smem, stream} {}
+      : kernel_(kernel),
+        config_{name, reinterpret_cast<const void*>(kernel), grid, block, smem, stream,
+                kBound > 0 ? kBound : kMaxThreadsPerBlock} {}
 
-  template <typename... Args>
-  void operator()(Args&&... args) const {
-    static_assert(sizeof...(Args) == sizeof...(Params), "a kernel launch passes every parameter");
-    auto params = std::make_shared<const std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
-    EnqueueKernel(config_, [kernel = kernel_, params] { std::apply(kernel, *params); }, params);
+  template <typename... Given>
+  void operator()(Given&&... given) const {
+    static_assert(sizeof...(Given) == kArgs, "a kernel launch passes every parameter");
+    auto params = std::make_shared<const Args>(std::forward<Given>(given)...);
+    EnqueueKernel(
+        config_,
+        [kernel = kernel_, params] {
+          std::apply(
+              [kernel](const auto&... args) {
+                if constexpr (kBound > 0) {
+                  kernel(args..., LaunchBound<kBound>{});
+                } else {
+                  kernel(args...);
+                }
+              },
+              *params);
+        },
+        params);
   }
 
  private:

@@ -16,10 +16,16 @@ struct LaunchConfig {
   dim3 block;
   size_t dynamic_shared_bytes;
   cudaStream_t stream;
+  // The kernel's launch bound (FB_KERNEL), or the card's per-block limit when it declares none.
+  int max_threads_per_block;
 };
 
-// Checks the configuration against the card (cudaErrorInvalidConfiguration, cudaErrorInvalidValue
-// as the runtime returns them, also through cudaGetLastError) and enqueues the grid; every thread
+// Threads per block on every card the emulator plays.
+inline constexpr int kMaxThreadsPerBlock = 1024;
+
+// Checks the configuration against the card and the kernel (cudaErrorInvalidConfiguration,
+// cudaErrorLaunchOutOfResources, cudaErrorInvalidValue as the runtime returns them, also through
+// cudaGetLastError) and enqueues the grid; every thread
 // of it calls `thread_body`. `params` is the launch's copy of the kernel's arguments (a
 // std::tuple of them), which an injected effect (control.h) may read.
 cudaError_t EnqueueKernel(const LaunchConfig& config, std::function<void()> thread_body,

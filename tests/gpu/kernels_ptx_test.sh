@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The contraction policy (docs/decisions.md, "Parity by construction") as nvcc applies it: every
-# kernel file of a CUDA target, compiled to PTX with that target's own flags, holds no fused
-# multiply-add and rounds every float multiply and add explicitly (.rn, which ptxas may not fuse
-# either). Usage: kernels_without_fma_test.sh NVCC TARGET_DIR SOURCE.cu... (TARGET_DIR: the
-# target's CMakeFiles/<name>.dir, whose flags.make holds the flags the build uses).
+# Two rules every kernel file of a CUDA target must keep, read from the PTX nvcc makes of it with
+# that target's own flags:
+# - the contraction policy (docs/decisions.md, "Parity by construction"): no fused multiply-add,
+#   and every float multiply and add rounded explicitly (.rn, which ptxas may not fuse either);
+# - every kernel declares its launch bound (FB_KERNEL, gpu/cuda/kernel_macros.h): a .maxntid on
+#   every .entry, which the emulation build enforces at each launch as a card does.
+# Usage: kernels_ptx_test.sh NVCC TARGET_DIR SOURCE.cu... (TARGET_DIR: the target's
+# CMakeFiles/<name>.dir, whose flags.make holds the flags the build uses).
 set -euo pipefail
 nvcc=$1
 target_dir=$2
@@ -26,9 +29,16 @@ for source in "$@"; do
   fused=$(grep -c 'fma\.rn\.f32' "$ptx" || true)
   unrounded=$(grep -cE '^\s*(mul|add|sub)\.f32' "$ptx" || true)
   rounded=$(grep -cE '^\s*(mul|add|sub)\.rn\.f32' "$ptx" || true)
-  echo "$(basename "$source"): fma.rn.f32 $fused, mul/add/sub without .rn $unrounded, with .rn $rounded"
+  entries=$(grep -cE '^(\.visible )?\.entry' "$ptx" || true)
+  bounded=$(grep -cE '^\s*\.maxntid' "$ptx" || true)
+  echo "$(basename "$source"): fma.rn.f32 $fused, mul/add/sub without .rn $unrounded, with .rn $rounded;" \
+    "kernels $entries, with a launch bound $bounded"
   if [[ $fused -ne 0 || $unrounded -ne 0 || $rounded -eq 0 ]]; then
     echo "  FAIL: $source is compiled with FMA contraction allowed" >&2
+    failed=1
+  fi
+  if [[ $entries -ne $bounded ]]; then
+    echo "  FAIL: $source has a kernel without a launch bound (declare it with FB_KERNEL)" >&2
     failed=1
   fi
 done
