@@ -74,7 +74,6 @@ absl::StatusOr<CanaryReport> RunCanary(Engine& engine) {
   if (report.robots < 1) return absl::FailedPreconditionError("the engine has no free slot for the canary");
   EngineConfig reference_config = engine.config();
   reference_config.max_robots = reference_config.max_batch = report.robots;
-  reference_config.fail_after_batches = 0;
   absl::StatusOr<std::unique_ptr<Engine>> reference = cpu::MakeCpuEngine(reference_config);
   if (!reference.ok()) return reference.status();
 

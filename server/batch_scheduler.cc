@@ -216,6 +216,7 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
   }
   engine_ = std::move(engine->engine);
   engine_->set_timing_sink(metrics_);
+  engine_->FailAfterBatchesForTesting(options_.fail_engine_after_batches);
   SampleDeviceMemory(Clock::now());
   {
     absl::MutexLock lock(&mu_);  // Submit reads max_robots under the lock

@@ -63,6 +63,8 @@ struct SchedulerOptions {
   // snapshot_every_cycles of its cycles (0 = never periodically) and before its slot is released.
   SnapshotSink* snapshot_sink = nullptr;
   uint64_t snapshot_every_cycles = 0;
+  // Testing only: the engine fails batch number N + 1 as a device error would (0 = never).
+  int64_t fail_engine_after_batches = 0;
 };
 
 // Facts about the engine, fixed once it is made.

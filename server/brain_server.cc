@@ -145,6 +145,7 @@ absl::Status BrainServer::StartBrain(const std::string& version) {
   options.snapshot_sink = checkpointer_.get();
   options.snapshot_every_cycles = uint64_t(config.checkpoint_every_cycles);
   options.engine = MakeEngineConfig(config);
+  options.fail_engine_after_batches = config.test_fail_engine_after_batches;
   options.batch_window = std::chrono::microseconds(config.batch_window_us);
   // Runs on the engine thread, only once streams exist (a batch or a create failed), by which
   // time server_ and service_ are set.

@@ -145,7 +145,6 @@ EngineConfig MakeEngineConfig(const ServerConfig& c) {
   e.max_robots = c.max_robots;
   e.max_batch = EffectiveMaxBatch(c);
   e.threads = c.threads;
-  e.fail_after_batches = c.test_fail_engine_after_batches;
   return e;
 }
 

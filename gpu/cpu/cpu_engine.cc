@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpu/cpu/field_pass.h"
 #include "gpu/cpu/robot_steps.h"
+#include "gpu/engine_backend.h"
 #include "gpu/field_pool.h"
 #include "gpu/memory_budget.h"
 #include "gpu/model/field_init.h"
@@ -38,11 +39,11 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-class CpuEngine final : public Engine {
+class CpuBackend final : public EngineBackend {
  public:
-  CpuEngine(const EngineConfig& config, std::unique_ptr<std::byte[], FreeDeleter> block)
+  CpuBackend(const EngineConfig& config, const FieldPool& pool, std::unique_ptr<std::byte[], FreeDeleter> block)
       : config_(config),
-        pool_(config.shape, config.max_robots, config.max_batch),
+        pool_(pool),
         block_(std::move(block)),
         threads_(config.threads > 0 ? config.threads : omp_get_max_threads()),
         inputs_(config.max_batch),
@@ -66,47 +67,28 @@ class CpuEngine final : public Engine {
     return absl::StrCat(device_, ", ", threads_, " threads, ", total ? FormatBytes(*total) : "unknown",
                         " memory (", available ? FormatBytes(*available) : "unknown", " available)");
   }
-  absl::Status health() const override { return failed_; }
   std::optional<DeviceMemory> device_memory() const override { return std::nullopt; }
-  const EngineConfig& config() const override { return config_; }
-  int64_t pool_bytes() const override { return pool_.bytes(); }
-  int brains_active() const override { return pool_.active(); }
   std::span<BatchInputRow> inputs() override { return inputs_; }
   std::span<const BatchOutputRow> outputs() const override { return outputs_; }
   void set_timing_sink(StageTimingSink* sink) override { sink_ = sink; }
 
-  absl::StatusOr<int> CreateBrain(const BrainSpec& spec) override {
-    absl::StatusOr<RobotParams> params = MakeRobotParams(spec, config_.shape);
-    if (!params.ok()) return params.status();
-    absl::StatusOr<int> slot = pool_.Acquire();
-    if (!slot.ok()) return slot.status();
-    *Params(*slot) = *params;
-    *State(*slot) = RobotState{};
-    float* field = Field(pool_.current_buffer(*slot));
+  absl::Status InitBrain(int slot, const RobotParams& params, uint64_t seed) override {
+    *Params(slot) = params;
+    *State(slot) = RobotState{};
+    float* field = Field(pool_.current_buffer(slot));
     const int64_t n = config_.shape.floats();
     const FieldShape shape = config_.shape;
 #pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t i = 0; i < n; ++i) field[i] = model::initial_field_value(spec.seed, shape, i);
-    std::memset(Pattern(*slot), 0, pool_.pattern_bytes());
-    *Memory(*slot) = MemoryBank{};
-    std::memset(MemoryPatterns(*slot), 0, size_t(pool_.memory_patterns_bytes()));
-    PoolMemoryChannels(field, config_.shape, Pooled(*slot));
-    return *slot;
+    for (int64_t i = 0; i < n; ++i) field[i] = model::initial_field_value(seed, shape, i);
+    std::memset(Pattern(slot), 0, pool_.pattern_bytes());
+    *Memory(slot) = MemoryBank{};
+    std::memset(MemoryPatterns(slot), 0, size_t(pool_.memory_patterns_bytes()));
+    PoolMemoryChannels(field, config_.shape, Pooled(slot));
+    return absl::OkStatus();
   }
 
-  bool ReleaseBrain(int slot) override { return pool_.Release(slot); }
-
-  absl::Status RunBatch(int n) override {
-    if (n < 1 || n > config_.max_batch)
-      return absl::InvalidArgumentError(absl::StrCat("batch of ", n, " rows; this engine takes 1 to ", config_.max_batch));
-    std::span<const BatchInputRow> rows(inputs_.data(), size_t(n));
-    if (absl::Status s = pool_.ValidateBatch(rows); !s.ok()) return s;
-    if (!failed_.ok())
-      return absl::FailedPreconditionError(absl::StrCat("the CPU engine stopped after an earlier failure: ", failed_.message()));
-    if (config_.fail_after_batches > 0 && batches_ >= config_.fail_after_batches) {
-      failed_ = absl::InternalError(absl::StrCat("injected engine failure after ", batches_, " batches (test hook)"));
-      return failed_;
-    }
+  absl::Status RunBatch(std::span<const BatchInputRow> rows) override {
+    const int n = int(rows.size());
     const auto t0 = std::chrono::steady_clock::now();
 
     for (int r = 0; r < n; ++r)
@@ -140,7 +122,6 @@ class CpuEngine final : public Engine {
                          MemoryPlane(r, x)};
       EvolveSlab(slab, x, *scratch_[omp_get_thread_num()], partials_[size_t(job)]);
     }
-    pool_.CommitBatch(rows);
 
     const auto t2 = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(threads_) schedule(static)
@@ -157,34 +138,23 @@ class CpuEngine final : public Engine {
       sink_->RecordStage(Stage::kEvolve, std::chrono::duration<double>(t2 - t1).count(), n);
       sink_->RecordStage(Stage::kMotor, SecondsSince(t2), n);
     }
-    ++batches_;
     return absl::OkStatus();
   }
 
-  absl::StatusOr<BrainSnapshot> Snapshot(int slot) override {
-    BrainSnapshot s;
-    if (absl::Status st = SnapshotInto(slot, s); !st.ok()) return st;
-    return s;
-  }
-
-  absl::Status SnapshotInto(int slot, BrainSnapshot& s) override {
-    if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
-    s.shape = config_.shape;
+  absl::Status CopyOut(int slot, BrainSnapshot& s) override {
     s.params = *Params(slot);
     s.state = *State(slot);
     const float* field = Field(pool_.current_buffer(slot));
-    s.field.assign(field, field + config_.shape.floats());
+    std::copy(field, field + s.field.size(), s.field.begin());
     const float* pattern = Pattern(slot);
-    s.pattern.assign(pattern, pattern + size_t(pool_.pattern_floats()));
+    std::copy(pattern, pattern + s.pattern.size(), s.pattern.begin());
     s.memory = *Memory(slot);
     const float* stored = MemoryPatterns(slot);
-    s.memory_patterns.assign(stored, stored + size_t(kMemoryEntries * pool_.pattern_floats()));
+    std::copy(stored, stored + s.memory_patterns.size(), s.memory_patterns.begin());
     return absl::OkStatus();
   }
 
-  absl::Status Restore(int slot, const BrainSnapshot& s) override {
-    if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
-    if (absl::Status st = CheckSnapshot(s, config_.shape); !st.ok()) return st;
+  absl::Status CopyIn(int slot, const BrainSnapshot& s) override {
     *Params(slot) = s.params;
     *State(slot) = s.state;
     std::memcpy(Field(pool_.current_buffer(slot)), s.field.data(), s.field.size() * sizeof(float));
@@ -218,7 +188,7 @@ class CpuEngine final : public Engine {
   }
 
   EngineConfig config_;
-  FieldPool pool_;
+  const FieldPool& pool_;
   std::unique_ptr<std::byte[], FreeDeleter> block_;
   int threads_;
   std::vector<BatchInputRow> inputs_;
@@ -232,14 +202,13 @@ class CpuEngine final : public Engine {
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
   std::string device_;
   StageTimingSink* sink_ = nullptr;
-  int64_t batches_ = 0;
-  absl::Status failed_;  // latched by the test hook (EngineConfig::fail_after_batches)
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> MakeCpuEngine(const EngineConfig& config) {
-  const FieldPool layout(config.shape, config.max_robots, config.max_batch);
+  auto pool = std::make_unique<FieldPool>(config.shape, config.max_robots, config.max_batch);
+  const FieldPool& layout = *pool;
   if (const std::optional<int64_t> available = HostMemoryAvailable(); available.has_value()) {
     if (absl::Status s = CheckMemoryFits(DescribePool(config), layout.bytes(), "this machine", *available);
         !s.ok())
@@ -260,7 +229,8 @@ absl::StatusOr<std::unique_ptr<Engine>> MakeCpuEngine(const EngineConfig& config
     const int64_t begin = c * kChunk;
     std::memset(base + begin, 0, size_t(std::min(kChunk, bytes - begin)));
   }
-  return std::unique_ptr<Engine>(new CpuEngine(config, std::move(block)));
+  auto backend = std::make_unique<CpuBackend>(config, *pool, std::move(block));
+  return std::make_unique<Engine>(config, std::move(pool), std::move(backend));
 }
 
 }  // namespace fieldbrain::cpu

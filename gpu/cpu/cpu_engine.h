@@ -1,4 +1,5 @@
-// The CPU engine: the reference implementation of Engine, and the default where no GPU exists.
+// The CPU engine: the reference backend under the Engine front, and the default where no GPU
+// exists.
 // Fields live in one host block laid out by FieldPool; a batch's (robot, x-slab) pairs are spread
 // over OpenMP threads, the per-robot steps run per robot.
 #pragma once

@@ -22,6 +22,7 @@
 #include "gpu/cuda/evolve_plan.h"
 #include "gpu/cuda/launch.h"
 #include "gpu/cuda/staging.h"
+#include "gpu/engine_backend.h"
 #include "gpu/field_pool.h"
 #include "gpu/memory_budget.h"
 #include "gpu/robot_params.h"
@@ -62,13 +63,13 @@ absl::Status CheckConfig(const EngineConfig& c) {
   return absl::OkStatus();
 }
 
-class CudaEngine final : public Engine {
+class CudaBackend final : public EngineBackend {
  public:
-  CudaEngine(const EngineConfig& config, const CudaEngineOptions& options, const EvolveTile& tile, std::string name,
-             std::string description)
+  CudaBackend(const EngineConfig& config, const CudaEngineOptions& options, const FieldPool& pool,
+              const EvolveTile& tile, std::string name, std::string description)
       : config_(config),
         options_(options),
-        pool_(config.shape, config.max_robots, config.max_batch, kPoolGuardBytes),
+        pool_(pool),
         tile_(tile),
         layout_(config.max_batch, tile.blocks_per_robot, kPartialFloats),
         device_name_(std::move(name)),
@@ -79,21 +80,15 @@ class CudaEngine final : public Engine {
   std::string_view kind() const override { return "cuda"; }
   std::string device_name() const override { return device_name_; }
   std::string device_description() const override { return device_description_; }
-  absl::Status health() const override { return failed_; }
   std::optional<DeviceMemory> device_memory() const override;
-  const EngineConfig& config() const override { return config_; }
-  int64_t pool_bytes() const override { return pool_.bytes(); }
-  int brains_active() const override { return pool_.active(); }
   std::span<BatchInputRow> inputs() override { return inputs_; }
   std::span<const BatchOutputRow> outputs() const override { return outputs_; }
   void set_timing_sink(StageTimingSink* sink) override { sink_ = sink; }
-  bool ReleaseBrain(int slot) override { return pool_.Release(slot); }
 
-  absl::StatusOr<int> CreateBrain(const BrainSpec& spec) override;
-  absl::Status RunBatch(int n) override;
-  absl::StatusOr<BrainSnapshot> Snapshot(int slot) override;
-  absl::Status SnapshotInto(int slot, BrainSnapshot& snap) override;
-  absl::Status Restore(int slot, const BrainSnapshot& snapshot) override;
+  absl::Status InitBrain(int slot, const RobotParams& params, uint64_t seed) override;
+  absl::Status RunBatch(std::span<const BatchInputRow> rows) override;
+  absl::Status CopyOut(int slot, BrainSnapshot& snap) override;
+  absl::Status CopyIn(int slot, const BrainSnapshot& snap) override;
 
   const CudaCounters& counters() const { return counters_; }
 
@@ -105,13 +100,6 @@ class CudaEngine final : public Engine {
   absl::Status ReportStages(int n);
   // Launches the cycle of the rows staged for `n` and waits for its output copy.
   absl::Status LaunchAndWait(int n, bool timed);
-  absl::Status InitBrain(int slot, const RobotParams& params, uint64_t seed);
-  // FAILED_PRECONDITION once a device error has latched the engine (failed_).
-  absl::Status RefuseIfFailed() const {
-    if (failed_.ok()) return absl::OkStatus();
-    return absl::FailedPreconditionError(
-        absl::StrCat("the CUDA engine stopped after an earlier device error: ", failed_.message()));
-  }
 
   float* Field(int buffer) const { return pool_mem_.at<float>(pool_.field_offset(buffer)); }
   float* Pattern(int slot) const { return pool_mem_.at<float>(pool_.pattern_offset(slot)); }
@@ -139,17 +127,13 @@ class CudaEngine final : public Engine {
 
   EngineConfig config_;
   CudaEngineOptions options_;
-  FieldPool pool_;
+  const FieldPool& pool_;
   EvolveTile tile_;
   StagingLayout layout_;
   std::string device_name_;
   std::string device_description_;
   CudaCounters counters_;
   StageTimingSink* sink_ = nullptr;
-  // Set when a cycle or a brain's creation failed on the device: part of it may have run (a
-  // robot's state advanced while its field did not), so the engine refuses further batches
-  // rather than serve robots from a state that no cycle wrote whole.
-  absl::Status failed_;
 
   // Declared before what uses them, so they are destroyed after.
   Stream stream_;
@@ -164,7 +148,7 @@ class CudaEngine final : public Engine {
   std::array<std::vector<CycleGraph>, 2> graphs_;  // [timed][bucket]
 };
 
-absl::Status CudaEngine::Init() {
+absl::Status CudaBackend::Init() {
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
   cudaStream_t stream = nullptr;
   FB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -228,13 +212,13 @@ absl::Status CudaEngine::Init() {
   return absl::OkStatus();
 }
 
-absl::Status CudaEngine::RecordEvent(int i, bool capturing) {
+absl::Status CudaBackend::RecordEvent(int i, bool capturing) {
   FB_CUDA_CHECK(cudaEventRecordWithFlags(events_[i].get(), stream_.get(),
                                          capturing ? cudaEventRecordExternal : cudaEventRecordDefault));
   return absl::OkStatus();
 }
 
-absl::Status CudaEngine::EnqueueCycle(int grid_rows, int copy_rows, bool timed, bool capturing,
+absl::Status CudaBackend::EnqueueCycle(int grid_rows, int copy_rows, bool timed, bool capturing,
                                       CudaCounters& counters) {
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(CopyAsync(counters, workspace_.data(), pinned_.data(), size_t(layout_.input_copy_bytes(copy_rows)),
@@ -254,13 +238,8 @@ absl::Status CudaEngine::EnqueueCycle(int grid_rows, int copy_rows, bool timed, 
   return absl::OkStatus();
 }
 
-absl::Status CudaEngine::RunBatch(int n) {
-  if (n < 1 || n > config_.max_batch)
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch of ", n, " rows; this engine takes 1 to ", config_.max_batch));
-  FB_RETURN_IF_ERROR(RefuseIfFailed());
-  const std::span<const BatchInputRow> rows(inputs_.data(), size_t(n));
-  FB_RETURN_IF_ERROR(pool_.ValidateBatch(rows));
+absl::Status CudaBackend::RunBatch(std::span<const BatchInputRow> rows) {
+  const int n = int(rows.size());
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
 
   *pinned_.at<int32_t>(layout_.count_at) = n;
@@ -274,16 +253,14 @@ absl::Status CudaEngine::RunBatch(int n) {
   const bool timed = sink_ != nullptr;
   if (absl::Status s = LaunchAndWait(n, timed); !s.ok()) {
     cudaStreamSynchronize(stream_.get());  // let whatever was queued finish before anything else
-    failed_ = s;
     return s;
   }
-  pool_.CommitBatch(rows);
   ++counters_.batches;
   if (timed) return ReportStages(n);
   return absl::OkStatus();
 }
 
-absl::Status CudaEngine::LaunchAndWait(int n, bool timed) {
+absl::Status CudaBackend::LaunchAndWait(int n, bool timed) {
   if (options_.use_graphs) {
     FB_RETURN_IF_ERROR(graphs_[timed ? 1 : 0][size_t(BucketIndex(buckets_, n))].Launch(stream_.get(), counters_));
   } else {
@@ -293,7 +270,7 @@ absl::Status CudaEngine::LaunchAndWait(int n, bool timed) {
   return absl::OkStatus();
 }
 
-absl::Status CudaEngine::ReportStages(int n) {
+absl::Status CudaBackend::ReportStages(int n) {
   for (int i = 0; i + 1 < kEvents; ++i) {
     float ms = 0.0f;
     FB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].get(), events_[i + 1].get()));
@@ -302,7 +279,7 @@ absl::Status CudaEngine::ReportStages(int n) {
   return absl::OkStatus();
 }
 
-absl::Status CudaEngine::InitBrain(int slot, const RobotParams& params, uint64_t seed) {
+absl::Status CudaBackend::InitBrain(int slot, const RobotParams& params, uint64_t seed) {
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
   const auto state = std::make_unique<RobotState>();
   cudaStream_t s = stream_.get();
@@ -316,21 +293,7 @@ absl::Status CudaEngine::InitBrain(int slot, const RobotParams& params, uint64_t
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> CudaEngine::CreateBrain(const BrainSpec& spec) {
-  absl::StatusOr<RobotParams> params = MakeRobotParams(spec, config_.shape);
-  if (!params.ok()) return params.status();
-  FB_RETURN_IF_ERROR(RefuseIfFailed());
-  absl::StatusOr<int> slot = pool_.Acquire();
-  if (!slot.ok()) return slot.status();
-  if (absl::Status s = InitBrain(*slot, *params, spec.seed); !s.ok()) {
-    pool_.Release(*slot);
-    failed_ = s;
-    return s;
-  }
-  return *slot;
-}
-
-std::optional<DeviceMemory> CudaEngine::device_memory() const {
+std::optional<DeviceMemory> CudaBackend::device_memory() const {
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaSetDevice(kDevice) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
@@ -339,23 +302,8 @@ std::optional<DeviceMemory> CudaEngine::device_memory() const {
   return DeviceMemory{int64_t(total_bytes - free_bytes), int64_t(total_bytes)};
 }
 
-absl::StatusOr<BrainSnapshot> CudaEngine::Snapshot(int slot) {
-  BrainSnapshot snap;
-  FB_RETURN_IF_ERROR(SnapshotInto(slot, snap));
-  return snap;
-}
-
-absl::Status CudaEngine::SnapshotInto(int slot, BrainSnapshot& snap) {
-  // After a device error a brain may be half a cycle on (its state advanced, its field not):
-  // nothing is copied out of a failed engine, so no checkpoint is ever written from one.
-  FB_RETURN_IF_ERROR(RefuseIfFailed());
-  if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
+absl::Status CudaBackend::CopyOut(int slot, BrainSnapshot& snap) {
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
-  snap.shape = config_.shape;
-  // Resizing to the sizes a checkpoint buffer already has allocates nothing.
-  snap.field.resize(size_t(config_.shape.floats()));
-  snap.pattern.resize(size_t(PatternFloats()));
-  snap.memory_patterns.resize(size_t(kMemoryEntries * PatternFloats()));
   // Device to the pinned staging (DMA at full speed), then a host copy into the snapshot.
   const SnapshotStaging l = SnapshotLayout();
   cudaStream_t s = stream_.get();
@@ -384,10 +332,7 @@ absl::Status CudaEngine::SnapshotInto(int slot, BrainSnapshot& snap) {
   return absl::OkStatus();
 }
 
-absl::Status CudaEngine::Restore(int slot, const BrainSnapshot& snap) {
-  FB_RETURN_IF_ERROR(RefuseIfFailed());
-  if (!pool_.live(slot)) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
-  FB_RETURN_IF_ERROR(CheckSnapshot(snap, config_.shape));
+absl::Status CudaBackend::CopyIn(int slot, const BrainSnapshot& snap) {
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(CopyAsync(counters_, Params(slot), &snap.params, sizeof(RobotParams), cudaMemcpyHostToDevice, s));
@@ -454,13 +399,15 @@ absl::StatusOr<std::unique_ptr<Engine>> MakeCudaEngine(const EngineConfig& confi
   std::string description = absl::StrCat(prop.name, ", compute capability ", prop.major, ".", prop.minor, ", ",
                                          prop.multiProcessorCount, " SMs, ", FormatBytes(int64_t(total_bytes)),
                                          " (", FormatBytes(int64_t(free_bytes)), " free)");
-  auto engine = std::make_unique<CudaEngine>(config, options, *tile, std::string(prop.name), std::move(description));
-  FB_RETURN_IF_ERROR(engine->Init());
-  return std::unique_ptr<Engine>(std::move(engine));
+  auto pool = std::make_unique<FieldPool>(config.shape, config.max_robots, config.max_batch, kPoolGuardBytes);
+  auto backend =
+      std::make_unique<CudaBackend>(config, options, *pool, *tile, std::string(prop.name), std::move(description));
+  FB_RETURN_IF_ERROR(backend->Init());
+  return std::make_unique<Engine>(config, std::move(pool), std::move(backend));
 }
 
 std::optional<CudaCounters> CountersOf(const Engine& engine) {
-  if (const auto* cuda = dynamic_cast<const CudaEngine*>(&engine)) return cuda->counters();
+  if (const auto* cuda = dynamic_cast<const CudaBackend*>(&engine.backend())) return cuda->counters();
   return std::nullopt;
 }
 

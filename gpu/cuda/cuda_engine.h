@@ -1,6 +1,7 @@
-// The CUDA engine (DESIGN.md sections 4, 6 and 8): the Engine interface on one GPU, with the
-// brain pool in one device allocation, pinned staging for the batch rows, and one batched cycle
-// as one CUDA graph launch (one host-to-device copy, four kernels, one device-to-host copy).
+// The CUDA engine (DESIGN.md sections 4, 6 and 8): the CUDA backend of the Engine front on one
+// GPU, with the brain pool in one device allocation, pinned staging for the batch rows, and one
+// batched cycle as one CUDA graph launch (one host-to-device copy, four kernels, one
+// device-to-host copy).
 // gpu/cuda/README.md has the kernel plan and the bytes model.
 #pragma once
 

@@ -235,10 +235,10 @@ TEST(CpuEngine, InjectedFailureIsLatched) {
   config.shape = FieldShape::Small();
   config.max_robots = 1;
   config.max_batch = 1;
-  config.fail_after_batches = 3;
   auto made = MakeEngine("cpu", config);
   ASSERT_TRUE(made.ok());
   Engine& engine = **made;
+  engine.FailAfterBatchesForTesting(3);
   const absl::StatusOr<int> slot = engine.CreateBrain(BrainSpec{5, 6, 2});
   ASSERT_TRUE(slot.ok());
   auto run = [&] {
@@ -252,6 +252,36 @@ TEST(CpuEngine, InjectedFailureIsLatched) {
   EXPECT_EQ(engine.health().code(), absl::StatusCode::kInternal);
   EXPECT_FALSE(run().ok());  // latched: it stays down
   EXPECT_FALSE(engine.device_memory().has_value());  // the CPU engine has no device
+}
+
+// A failed engine's brains may be half a cycle on (on a GPU: state advanced, field not), so no
+// copy of one leaves it (no checkpoint from a failed engine) and none goes in; the front refuses
+// for both engines alike. Releasing still works (it is only bookkeeping).
+TEST(CpuEngine, AFailedEngineCopiesNoBrainInOrOut) {
+  EngineConfig config;
+  config.shape = FieldShape::Tiny();
+  config.max_robots = 2;
+  config.max_batch = 2;
+  auto made = MakeEngine("cpu", config);
+  ASSERT_TRUE(made.ok());
+  Engine& engine = **made;
+  const absl::StatusOr<int> slot = engine.CreateBrain(BrainSpec{5, 6, 2});
+  ASSERT_TRUE(slot.ok());
+  const absl::StatusOr<BrainSnapshot> before = engine.Snapshot(*slot);
+  ASSERT_TRUE(before.ok());
+  engine.FailAfterBatchesForTesting(1);
+  engine.inputs()[0] = BatchInputRow{};
+  engine.inputs()[0].slot = *slot;
+  ASSERT_TRUE(engine.RunBatch(1).ok());
+  ASSERT_FALSE(engine.RunBatch(1).ok());
+  ASSERT_FALSE(engine.health().ok());
+  BrainSnapshot out = *before;
+  EXPECT_EQ(engine.SnapshotInto(*slot, out).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine.Snapshot(*slot).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine.Restore(*slot, *before).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine.CreateBrain(BrainSpec{6, 6, 2}).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(engine.ReleaseBrain(*slot));
+  EXPECT_EQ(engine.brains_active(), 0);
 }
 
 }  // namespace

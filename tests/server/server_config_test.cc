@@ -78,7 +78,6 @@ TEST(ServerConfigTest, TheEngineFailureHookNeedsTheCpuEngine) {
   c.engine = "cpu";
   c.test_fail_engine_after_batches = 10;
   ASSERT_TRUE(ValidateConfig(c).ok());
-  EXPECT_EQ(MakeEngineConfig(c).fail_after_batches, 10);
   c.engine = "auto";
   EXPECT_THAT(ValidateConfig(c).message(), HasSubstr("--engine=cpu only"));
   c.engine = "cpu";
