@@ -22,6 +22,10 @@ constexpr char kNoBrainDetail[] = "no brain slot for this stream";
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 constexpr Clock::duration kDeviceMemoryPeriod = std::chrono::seconds(1);
+// How long a new brain that needs a slot waits for the writer to take a released brain's final
+// copy (one checkpoint write is milliseconds; a disk that takes longer loses that copy).
+constexpr absl::Duration kFinalCopyWait = absl::Seconds(2);
+constexpr absl::Duration kOwedReleasePoll = absl::Milliseconds(5);
 
 }  // namespace
 
@@ -46,6 +50,7 @@ BatchScheduler::BatchScheduler(SchedulerOptions options, telemetry::Metrics* met
   const int batch = options_.engine.max_batch;
   cycles_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(slots));
   snapshot_owed_.assign(static_cast<size_t>(slots), 0);
+  releases_owed_.reserve(static_cast<size_t>(slots));
   pending_.resize(static_cast<size_t>(slots));
   // Commands come one per Hello or stream end; room for a burst of every slot twice.
   commands_.reserve(static_cast<size_t>(2 * slots + 8));
@@ -81,19 +86,33 @@ void BatchScheduler::CreateBrainFrom(const BrainSpec& spec, std::shared_ptr<cons
   std::move(done)(absl::UnavailableError(kShuttingDownDetail));
 }
 
-void BatchScheduler::SnapshotAll() {
-  if (options_.snapshot_sink == nullptr) return;
+BatchScheduler::SnapshotCount BatchScheduler::SnapshotAll(absl::Time deadline) {
+  SnapshotCount count;
+  if (options_.snapshot_sink == nullptr) return count;
   absl::Notification done;
-  RunOnEngineThread([this, &done](EngineJobState) {
+  RunOnEngineThread([this, &done, &count, deadline](EngineJobState) {
     // Also once drained (the shutdown case): on the engine thread the engine is still there and
     // runs no batch. A job run on the caller's thread after the engine thread ended does nothing.
     if (std::this_thread::get_id() == thread_.get_id()) {
-      // Every brain, waiting for a free buffer where the writer is behind (nothing else runs now).
-      for (int slot = 0; slot < facts_.max_robots; ++slot) SnapshotToSink(slot, /*wait=*/true);
+      // Every brain (those whose release waits for a buffer too), waiting for free buffers where
+      // the writer is behind (nothing else runs now), within the deadline.
+      for (int slot = 0; slot < facts_.max_robots; ++slot) {
+        switch (CopyFinalState(slot, deadline)) {
+          case FinalCopy::kCopied: ++count.copied; break;
+          case FinalCopy::kNotWanted: break;
+          case FinalCopy::kEngineFailed: ++count.lost; break;
+          case FinalCopy::kNoBuffer:
+            ++count.lost;
+            if (metrics_ != nullptr) metrics_->RecordFinalStateLost(telemetry::FinalStateLoss::kShutdownDeadline);
+            break;
+        }
+      }
+      snapshot_all_done_ = true;
     }
     done.Notify();
   });
   done.WaitForNotification();
+  return count;
 }
 
 void BatchScheduler::SnapshotSlot(int slot) {
@@ -231,7 +250,11 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
     bool stop = false;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(this, &BatchScheduler::HasWorkLocked));
+      if (releases_owed_.empty()) {
+        mu_.Await(absl::Condition(this, &BatchScheduler::HasWorkLocked));
+      } else {  // the writer frees buffers on its own thread: look again soon
+        mu_.AwaitWithTimeout(absl::Condition(this, &BatchScheduler::HasWorkLocked), kOwedReleasePoll);
+      }
       commands_work_.swap(commands_);
     }
     RunCommands();
@@ -251,6 +274,7 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
     if (stop) break;
     if (const int n = GatherBatch(); n > 0) RunAndDeliver(n);
     RunOneJob();
+    if (!releases_owed_.empty() && !window_open_) RetryOwedReleases();
   }
 
   {
@@ -258,23 +282,45 @@ void BatchScheduler::Run(absl::Notification* started, absl::Status* start_status
     commands_work_.swap(commands_);
   }
   RunCommands();  // creates are refused now (drained_), releases still run
+  // Brains copied at shutdown are on their way to disk; any other owed release gets what buffers
+  // are free now.
+  if (snapshot_all_done_) {
+    for (int slot : releases_owed_) FreeSlot(slot);
+    releases_owed_.clear();
+  } else {
+    FinishOwedReleases(absl::InfinitePast(), telemetry::FinalStateLoss::kShutdownDeadline);
+  }
   RunRemainingJobs();  // while the engine they may hold resources of still exists
   engine_.reset();
   absl::MutexLock lock(&mu_);
   stopped_ = true;
 }
 
-bool BatchScheduler::SnapshotToSink(int slot, bool wait) {
+bool BatchScheduler::SnapshotToSink(int slot) {
   SnapshotSink* sink = options_.snapshot_sink;
-  if (sink == nullptr) return false;
+  if (sink == nullptr || !engine_->health().ok()) return false;
   BrainSnapshot* buffer = sink->Claim(slot);
-  for (int tries = 0; wait && buffer == nullptr && sink->Wants(slot) && tries < 10000; ++tries) {
-    absl::SleepFor(absl::Milliseconds(1));
-    buffer = sink->Claim(slot);
-  }
   if (buffer == nullptr) return sink->Wants(slot);
   sink->Take(slot, buffer, engine_->SnapshotInto(slot, *buffer).ok());
   return false;
+}
+
+BatchScheduler::FinalCopy BatchScheduler::CopyFinalState(int slot, absl::Time deadline) {
+  SnapshotSink* sink = options_.snapshot_sink;
+  if (sink == nullptr || !sink->Wants(slot)) return FinalCopy::kNotWanted;
+  // A failed engine's brains may be half a cycle on: its file keeps the last whole state.
+  bool failed = !engine_->health().ok();
+  if (!failed && sink->Holds(slot, brain_cycle(slot))) return FinalCopy::kCopied;  // unchanged since
+  if (!failed) {
+    BrainSnapshot* buffer = deadline == absl::InfinitePast() ? sink->Claim(slot) : sink->ClaimBefore(slot, deadline);
+    if (buffer == nullptr) return sink->Wants(slot) ? FinalCopy::kNoBuffer : FinalCopy::kNotWanted;
+    const bool copied = engine_->SnapshotInto(slot, *buffer).ok();
+    sink->Take(slot, buffer, copied);
+    failed = !copied;
+  }
+  if (!failed) return FinalCopy::kCopied;
+  if (metrics_ != nullptr) metrics_->RecordFinalStateLost(telemetry::FinalStateLoss::kEngineFailed);
+  return FinalCopy::kEngineFailed;
 }
 
 void BatchScheduler::ReleaseSlot(int slot) {
@@ -288,7 +334,15 @@ void BatchScheduler::ReleaseSlot(int slot) {
     }
   }
   // The brain's last state, before the slot forgets it (a copy; the writer thread does the rest).
-  SnapshotToSink(slot);
+  // With every buffer taken the slot stays live, running nothing, until one comes free.
+  if (CopyFinalState(slot, absl::InfinitePast()) == FinalCopy::kNoBuffer) {
+    releases_owed_.push_back(slot);
+    return;
+  }
+  FreeSlot(slot);
+}
+
+void BatchScheduler::FreeSlot(int slot) {
   snapshot_owed_[static_cast<size_t>(slot)] = 0;
   if (options_.snapshot_sink != nullptr) options_.snapshot_sink->Released(slot);
   if (engine_->ReleaseBrain(slot)) {
@@ -298,6 +352,25 @@ void BatchScheduler::ReleaseSlot(int slot) {
     LogError("brain slot ", slot, " released twice");
   }
   cycles_[slot].store(0, std::memory_order_relaxed);
+}
+
+void BatchScheduler::RetryOwedReleases() {
+  auto done = [this](int slot) {
+    if (CopyFinalState(slot, absl::InfinitePast()) == FinalCopy::kNoBuffer) return false;
+    FreeSlot(slot);
+    return true;
+  };
+  releases_owed_.erase(std::remove_if(releases_owed_.begin(), releases_owed_.end(), done), releases_owed_.end());
+}
+
+void BatchScheduler::FinishOwedReleases(absl::Time deadline, telemetry::FinalStateLoss loss) {
+  for (int slot : releases_owed_) {
+    if (CopyFinalState(slot, deadline) == FinalCopy::kNoBuffer && metrics_ != nullptr) {
+      metrics_->RecordFinalStateLost(loss);
+    }
+    FreeSlot(slot);
+  }
+  releases_owed_.clear();
 }
 
 bool BatchScheduler::RunQueuedReleases() {
@@ -331,9 +404,15 @@ void BatchScheduler::RunCommands() {
     if (!refuse && !slot.ok() && !engine_->health().ok()) NoteEngineError("CreateBrain", slot.status());
     // A full pool may be waiting on a release queued during this round (say, the session table
     // handing back a brain whose robot reconnected while it was created): releasing early frees
-    // nothing anyone still uses, so run those and try once more.
-    if (!slot.ok() && absl::IsResourceExhausted(slot.status()) && RunQueuedReleases()) {
-      slot = engine_->CreateBrain(c.spec);
+    // nothing anyone still uses, so run those and try once more. Released slots whose final copy
+    // waits for a buffer are finished here (waiting a little for the writer): a new brain needs
+    // the slot more than an old one's last cycles since its previous checkpoint.
+    if (!slot.ok() && absl::IsResourceExhausted(slot.status())) {
+      const bool released = RunQueuedReleases();
+      if (!releases_owed_.empty()) {
+        FinishOwedReleases(absl::Now() + kFinalCopyWait, telemetry::FinalStateLoss::kNoBuffer);
+      }
+      if (released || engine_->brains_active() < facts_.max_robots) slot = engine_->CreateBrain(c.spec);
     }
     if (slot.ok() && c.restore != nullptr) {
       if (absl::Status restored = engine_->Restore(*slot, *c.restore); !restored.ok()) {
@@ -426,12 +505,6 @@ void BatchScheduler::RunAndDeliver(int n) {
   for (int i = 0; i < n; ++i) {
     cycles_[batch_[i].slot].store(outputs[i].cycle, std::memory_order_relaxed);
   }
-  if (options_.snapshot_sink != nullptr && options_.snapshot_every_cycles > 0) {
-    for (int i = 0; i < n; ++i) {
-      uint8_t& owed = snapshot_owed_[static_cast<size_t>(batch_[i].slot)];
-      if (owed || outputs[i].cycle % options_.snapshot_every_cycles == 0) owed = SnapshotToSink(batch_[i].slot);
-    }
-  }
   if (options_.batch_observer) {
     for (int i = 0; i < n; ++i) batch_slots_[i] = batch_[i].slot;
     options_.batch_observer(std::span<const int32_t>(batch_slots_.data(), static_cast<size_t>(n)));
@@ -447,6 +520,14 @@ void BatchScheduler::RunAndDeliver(int n) {
     a.cycle = out.cycle;
     a.arrival = batch_[i].arrival;
     batch_[i].sink->Deliver(a);
+  }
+  // Periodic checkpoint copies after the answers: robots made together reach their checkpoint
+  // cycle together, and their copies must not hold up the batch's motor frames.
+  if (options_.snapshot_sink != nullptr && options_.snapshot_every_cycles > 0) {
+    for (int i = 0; i < n; ++i) {
+      uint8_t& owed = snapshot_owed_[static_cast<size_t>(batch_[i].slot)];
+      if (owed || outputs[i].cycle % options_.snapshot_every_cycles == 0) owed = SnapshotToSink(batch_[i].slot);
+    }
   }
   SampleDeviceMemory(start);
 }

@@ -11,6 +11,12 @@
 // is open end it early and run before the batch; once it has expired the batch runs first, so a
 // steady stream of commands cannot starve the frames.
 //
+// Checkpoint copies (the snapshot sink): periodic ones after a batch's answers are delivered, so a
+// copy never delays the answers of the batch that made it. A released brain's final state is
+// never skipped: when every snapshot buffer is taken, its slot stays live (running nothing) and
+// is freed once a buffer comes free; only a full pool that a new brain needs, or a failed engine,
+// frees it without its copy (counted in brain_final_states_lost_total).
+//
 // Jobs (RunOnEngineThread) run work of the scheduler's own on the engine thread (checkpoint
 // copies): one job per round, run after the round's batch and never while a batch window is open,
 // so a job delays robots' frames by at most its own run time, however many jobs are queued. The
@@ -115,10 +121,16 @@ class BatchScheduler {
   // The same, then the brain is overwritten with `snapshot` (a checkpoint): its cycle count and
   // everything it learnt continue. A snapshot the engine refuses frees the slot and fails `done`.
   void CreateBrainFrom(const BrainSpec& spec, std::shared_ptr<const BrainSnapshot> snapshot, CreateDone done);
-  // Hands the snapshot sink a copy of every brain it wants (on the engine thread) and returns when
-  // that is done; nothing when the engine thread has ended. For a checkpoint at shutdown, after
-  // Drain (so the copies include every frame that was answered).
-  void SnapshotAll();
+  // Hands the snapshot sink a copy of every brain it wants (on the engine thread), waiting for the
+  // writer to free buffers until `deadline`, and returns when that is done; nothing when the
+  // engine thread has ended. For a checkpoint at shutdown, after Drain (so the copies include
+  // every frame that was answered). Brains not copied are counted as lost (shutdown deadline,
+  // failed engine).
+  struct SnapshotCount {
+    int copied = 0;
+    int lost = 0;
+  };
+  SnapshotCount SnapshotAll(absl::Time deadline);
   // Queues a copy of `slot`'s brain for the snapshot sink (a robot disconnected); returns at once.
   void SnapshotSlot(int slot);
   // Frees a slot; any frame still pending for it is dropped (answered SHUTTING_DOWN).
@@ -177,10 +189,20 @@ class BatchScheduler {
   void Run(absl::Notification* started, absl::Status* start_status);
   void RunCommands();
   void ReleaseSlot(int slot);
-  // Engine thread: a copy of `slot`'s brain into a buffer of the snapshot sink, if it wants one.
-  // `wait`: where every buffer is taken, wait (up to 10 s) for the writer to free one (shutdown);
-  // otherwise skip the copy. True when the sink wanted a copy and got none (every buffer taken).
-  bool SnapshotToSink(int slot, bool wait = false);
+  // Engine thread: a periodic copy of `slot`'s brain into a buffer of the snapshot sink, if it
+  // wants one. True when the sink wanted a copy and got none (every buffer taken).
+  bool SnapshotToSink(int slot);
+  // Engine thread: a brain's final copy (release, shutdown), waiting for a buffer until
+  // `deadline` (absl::InfinitePast(): not at all). A failed engine's loss is counted here.
+  enum class FinalCopy { kCopied, kNotWanted, kEngineFailed, kNoBuffer };
+  FinalCopy CopyFinalState(int slot, absl::Time deadline);
+  // Engine thread: frees a slot whose final state is copied (or lost).
+  void FreeSlot(int slot);
+  // Engine thread: releases whose final copy waited for a buffer, tried again (no waiting).
+  void RetryOwedReleases();
+  // Engine thread: every owed release done now, waiting for buffers until `deadline`; those still
+  // without one are freed without their copy and counted as `loss`.
+  void FinishOwedReleases(absl::Time deadline, telemetry::FinalStateLoss loss);
   // Takes the releases queued since this round began out of the inbox and runs them now; false
   // when there were none.
   bool RunQueuedReleases();
@@ -210,6 +232,9 @@ class BatchScheduler {
   // Engine thread: a periodic checkpoint found every buffer taken (robots in lockstep reach it
   // together); it is taken after the slot's next cycle instead of a whole period later.
   std::vector<uint8_t> snapshot_owed_;
+  // Engine thread: released slots whose final copy waits for a snapshot buffer (reserved once).
+  std::vector<int> releases_owed_;
+  bool snapshot_all_done_ = false;  // engine thread: every brain was copied at shutdown
 
   mutable absl::Mutex mu_;
   std::vector<Pending> pending_ ABSL_GUARDED_BY(mu_);

@@ -292,9 +292,14 @@ void BrainServer::Shutdown() {
   if (scheduler_ != nullptr) scheduler_->Drain();
   // Every brain to disk before anything is released: a restarted daemon gives them back.
   if (scheduler_ != nullptr && checkpointer_ != nullptr) {
-    scheduler_->SnapshotAll();
-    if (!checkpointer_->Flush(std::max(deadline - absl::Now(), absl::Seconds(1)))) {
-      LogError("shutdown: not every checkpoint was written in time");
+    const BatchScheduler::SnapshotCount copies = scheduler_->SnapshotAll(deadline);
+    const bool flushed = checkpointer_->Flush(std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    if (copies.lost == 0 && flushed) {
+      LogInfo("shutdown: ", copies.copied, " brains copied for their checkpoints, every checkpoint written");
+    } else {
+      LogError("shutdown: ", copies.copied, " brains copied for their checkpoints, ", copies.lost,
+               " not copied (their files keep their last checkpoints)",
+               flushed ? "" : "; not every checkpoint was written by the shutdown deadline");
     }
   }
   // Every Cycle stream now owes at most its last writes. Let them finish, within the deadline,

@@ -16,6 +16,8 @@
 namespace fieldbrain::server {
 namespace {
 
+// How long a Hello waits for a just-released brain of its robot to reach the disk.
+constexpr absl::Duration kAwaitSavedTimeout = absl::Seconds(2);
 constexpr char kShuttingDown[] = "server is shutting down";
 
 // Open Cycle streams allowed at once: every robot slot, room for each robot to reconnect while
@@ -267,7 +269,15 @@ absl::StatusOr<std::optional<RestorableBrain>> CycleStream::BrainOnDisk(const br
   const ServiceDeps& deps = service_->deps();
   if (deps.checkpointer == nullptr) return std::nullopt;
   const std::string& robot_id = hello.profile().robot_id();
-  if (!deps.sessions->Knows(robot_id)) return deps.checkpointer->ForHello(hello);
+  if (!deps.sessions->Knows(robot_id)) {
+    // A brain just released may still be on its way to disk (its final copy waiting for a buffer,
+    // or queued at the writer): the file is the newest copy only once it has landed.
+    if (!hello.fresh() && !deps.checkpointer->AwaitSaved(robot_id, kAwaitSavedTimeout)) {
+      return absl::UnavailableError(absl::StrCat("the brain of robot_id \"", robot_id,
+                                                 "\" is still being saved from its last session; retry shortly"));
+    }
+    return deps.checkpointer->ForHello(hello);
+  }
   // Daemons behind one proxy share the checkpoints, so a kept copy may be behind the robot's file:
   // the robot ran on another daemon since (a higher cycle), or started afresh there (the Hello's
   // token is the file's, not the copy's). An expired copy, not yet reaped, gives way to a file that

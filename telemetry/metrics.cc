@@ -67,6 +67,16 @@ const char* CheckpointFailureName(CheckpointFailure failure) {
   return "unknown";
 }
 
+const char* FinalStateLossName(FinalStateLoss loss) {
+  switch (loss) {
+    case FinalStateLoss::kEngineFailed: return "engine_failed";
+    case FinalStateLoss::kNoBuffer: return "no_buffer";
+    case FinalStateLoss::kShutdownDeadline: return "shutdown_deadline";
+    case FinalStateLoss::kCount: break;
+  }
+  return "unknown";
+}
+
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       cycle_duration_(prometheus::BuildHistogram()
@@ -189,6 +199,14 @@ Metrics::Metrics()
   for (int f = 0; f < static_cast<int>(CheckpointFailure::kCount); ++f) {
     checkpoint_failures_[f] = &failures.Add({{"reason", CheckpointFailureName(static_cast<CheckpointFailure>(f))}});
   }
+  auto& lost = prometheus::BuildCounter()
+                   .Name("brain_final_states_lost_total")
+                   .Help("Brains released or shut down whose final state was not copied for their checkpoint "
+                         "(the file keeps the last state written), by reason")
+                   .Register(*registry_);
+  for (int l = 0; l < static_cast<int>(FinalStateLoss::kCount); ++l) {
+    final_states_lost_[l] = &lost.Add({{"reason", FinalStateLossName(static_cast<FinalStateLoss>(l))}});
+  }
   auto& hrr = prometheus::BuildCounter()
                   .Name("brain_hrr_operations_total")
                   .Help("Vectors processed by the Memory service, by operation (stored, returned, "
@@ -236,6 +254,11 @@ void Metrics::RecordCheckpointFailure(CheckpointFailure failure) {
 }
 
 void Metrics::RecordCheckpointCoalesced() { checkpoints_coalesced_.Increment(); }
+
+void Metrics::RecordFinalStateLost(FinalStateLoss loss) {
+  const int l = static_cast<int>(loss);
+  if (l >= 0 && l < static_cast<int>(FinalStateLoss::kCount)) final_states_lost_[l]->Increment();
+}
 
 void Metrics::SetSessionsActive(int sessions) { sessions_active_.Set(sessions); }
 

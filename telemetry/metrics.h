@@ -45,6 +45,17 @@ enum class CheckpointFailure {
 
 const char* CheckpointFailureName(CheckpointFailure failure);
 
+// Why a brain's final state (at its release or at shutdown) was not copied for its checkpoint
+// (label `reason` of brain_final_states_lost_total); its file keeps the last state written.
+enum class FinalStateLoss {
+  kEngineFailed,      // the engine latched a failure: nothing is copied out of it
+  kNoBuffer,          // the pool was full and the writer stayed behind for the whole wait
+  kShutdownDeadline,  // --shutdown_deadline_s passed before a snapshot buffer came free
+  kCount
+};
+
+const char* FinalStateLossName(FinalStateLoss loss);
+
 // The Memory service's operations (label `op` of brain_hrr_operations_total).
 enum class HrrOp {
   kPut,
@@ -91,6 +102,8 @@ class Metrics final : public StageTimingSink {
   void RecordCheckpointFailure(CheckpointFailure failure);
   // brain_checkpoints_coalesced_total: a robot's checkpoint replaced before it was written.
   void RecordCheckpointCoalesced();
+  // brain_final_states_lost_total: a released brain whose final state was not copied.
+  void RecordFinalStateLost(FinalStateLoss loss);
   void SetSessionsActive(int sessions);
   // brain_slots_total (brain slots allocated at start) and brain_slots_used (slots held by live,
   // kept and being-created brains): the capacity an autoscaler or an alert watches.
@@ -129,6 +142,7 @@ class Metrics final : public StageTimingSink {
   prometheus::Counter& checkpoint_bytes_;
   prometheus::Counter& checkpoints_coalesced_;
   std::array<prometheus::Counter*, static_cast<int>(CheckpointFailure::kCount)> checkpoint_failures_{};
+  std::array<prometheus::Counter*, static_cast<int>(FinalStateLoss::kCount)> final_states_lost_{};
   prometheus::Gauge& sessions_active_;
   prometheus::Gauge& slots_total_;
   prometheus::Gauge& slots_used_;

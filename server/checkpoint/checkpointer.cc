@@ -49,7 +49,7 @@ Checkpointer::~Checkpointer() {
 void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256) {
   absl::MutexLock lock(&mu_);
   if (slot < 0 || size_t(slot) >= slots_.size()) return;
-  slots_[size_t(slot)] = Binding{robot_id, token_sha256};
+  slots_[size_t(slot)] = Binding{robot_id, token_sha256, std::nullopt};
 }
 
 void Checkpointer::Forget(const std::string& robot_id) {
@@ -149,6 +149,28 @@ bool Checkpointer::Wants(int slot) const {
 
 BrainSnapshot* Checkpointer::Claim(int slot) {
   absl::MutexLock lock(&mu_);
+  return ClaimLocked(slot);
+}
+
+BrainSnapshot* Checkpointer::ClaimBefore(int slot, absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto claimable = [this, slot]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !free_.empty() || stopping_ || slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value();
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&claimable), deadline);
+  return ClaimLocked(slot);
+}
+
+bool Checkpointer::Holds(int slot, uint64_t cycle) const {
+  absl::MutexLock lock(&mu_);
+  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return false;
+  const Binding& b = *slots_[size_t(slot)];
+  if (auto it = pending_.find(b.robot_id); it != pending_.end()) return it->second.header.cycle == cycle;
+  if (writing_robot_ == b.robot_id) return writing_cycle_ == cycle;
+  return b.written_cycle == cycle;
+}
+
+BrainSnapshot* Checkpointer::ClaimLocked(int slot) {
   if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return nullptr;
   if (free_.empty()) return nullptr;  // the scheduler asks again after the slot's next cycle
   BrainSnapshot* buffer = free_.back();
@@ -190,6 +212,22 @@ void Checkpointer::Released(int slot) {
   if (slot >= 0 && size_t(slot) < slots_.size()) slots_[size_t(slot)].reset();
 }
 
+bool Checkpointer::AwaitSaved(const std::string& robot_id, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto saved = [this, &robot_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (pending_.contains(robot_id) || writing_robot_ == robot_id) return false;
+    for (const std::optional<Binding>& b : slots_)
+      if (b.has_value() && b->robot_id == robot_id) return false;
+    return true;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&saved), timeout);
+}
+
+void Checkpointer::PauseWriterForTesting(bool paused) {
+  absl::MutexLock lock(&mu_);
+  paused_ = paused;
+}
+
 bool Checkpointer::Flush(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.empty() && writing_ == 0; };
@@ -211,15 +249,21 @@ void Checkpointer::WriterLoop() {
     Job job;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !pending_.empty(); };
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || (!paused_ && !pending_.empty());
+      };
       mu_.Await(absl::Condition(&ready));
       if (pending_.empty()) return;  // stopping, and everything is written
       auto it = pending_.begin();
       job = std::move(it->second);
       pending_.erase(it);
       ++writing_;
+      writing_robot_ = job.header.robot_id;
+      writing_cycle_ = job.header.cycle;
     }
     WriteOne(std::move(job));
+    absl::MutexLock lock(&mu_);
+    writing_robot_.clear();
   }
 }
 

@@ -5,11 +5,13 @@
 // field shape is known (set_shape, at start): no allocation on the engine thread. Encoding,
 // hashing and writing run on the Checkpointer's own writer thread, so a slow disk never delays a
 // cycle. The writer keeps at most one pending checkpoint per robot: a newer one replaces an older
-// one not yet written (counted, brain_checkpoints_coalesced_total). A copy that finds no free
-// buffer is not made; the scheduler asks again after that robot's next cycle. A brain that has not run since this daemon last wrote it
-// is not written again, and none is written over a file that holds the same session's brain of
-// a later cycle: daemons behind one proxy share the directory, and the robot may have moved on. A write that fails (a full disk) is counted, logged and retried, unless a
-// newer one arrived meanwhile.
+// one not yet written (counted, brain_checkpoints_coalesced_total). A periodic copy that finds no
+// free buffer is not made; the scheduler asks again after that robot's next cycle. A released
+// brain's final copy is never skipped: its slot stays live until a buffer comes free
+// (BatchScheduler). A brain that has not run since this daemon last wrote it is not written
+// again, and none is written over a file that holds the same session's brain of a later cycle:
+// daemons behind one proxy share the directory, and the robot may have moved on. A write that
+// fails (a full disk) is counted, logged and retried, unless a newer one arrived meanwhile.
 //
 // Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
 // fresh brain (its file is deleted and no snapshot of the old brain is written afterwards).
@@ -73,10 +75,16 @@ class Checkpointer final : public SnapshotSink {
   // token the file was written for and the same counts; otherwise FAILED_PRECONDITION saying how
   // to resume or start fresh, as for a brain kept in memory.
   absl::StatusOr<std::optional<RestorableBrain>> ForHello(const brain::v1::Hello& hello);
+  // Any thread. Waits until nothing of `robot_id` is on its way to disk (no slot bound to it whose
+  // release has not copied its final state, no pending or running write), up to `timeout`; false
+  // then. For a Hello of a robot the sessions no longer hold: its file is then the newest copy.
+  bool AwaitSaved(const std::string& robot_id, absl::Duration timeout);
 
   // SnapshotSink, engine thread.
   bool Wants(int slot) const override;
   BrainSnapshot* Claim(int slot) override;
+  BrainSnapshot* ClaimBefore(int slot, absl::Time deadline) override;
+  bool Holds(int slot, uint64_t cycle) const override;
   void Take(int slot, BrainSnapshot* buffer, bool copied) override;
   void Released(int slot) override;
 
@@ -90,6 +98,10 @@ class Checkpointer final : public SnapshotSink {
 
   int64_t written() const;
   int64_t failures() const;
+
+  // Testing only: while paused, the writer takes no job (pending copies hold their buffers), so a
+  // test can fix the order of events. The destructor writes what is pending regardless.
+  void PauseWriterForTesting(bool paused);
 
  private:
   struct Binding {
@@ -106,6 +118,7 @@ class Checkpointer final : public SnapshotSink {
   };
   void WriterLoop();
   void WriteOne(Job job);
+  BrainSnapshot* ClaimLocked(int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The head of the robot's file (unchecked), if it has one.
   std::optional<CheckpointHead> HeadOnDisk(const std::string& robot_id) const;
   void FreeLocked(BrainSnapshot* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -120,6 +133,9 @@ class Checkpointer final : public SnapshotSink {
   std::vector<std::unique_ptr<BrainSnapshot>> buffers_;       // allocated by set_shape
   std::vector<BrainSnapshot*> free_ ABSL_GUARDED_BY(mu_);
   int writing_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string writing_robot_ ABSL_GUARDED_BY(mu_);  // the robot whose file the writer is writing
+  uint64_t writing_cycle_ ABSL_GUARDED_BY(mu_) = 0;  // and the cycle of the brain it writes
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;

@@ -310,6 +310,53 @@ TEST(BatchSchedulerTest, DrainAnswersPendingShuttingDownAndRefusesAfter) {
   EXPECT_EQ(sink.size(), 3u);
 }
 
+// A snapshot sink whose Claim holds the engine thread until the test lets it go: a slow copy.
+class HoldingSnapshotSink final : public SnapshotSink {
+ public:
+  bool Wants(int) const override { return true; }
+  BrainSnapshot* Claim(int) override {
+    claimed_.Notify();
+    release_.WaitForNotification();
+    return &buffer_;
+  }
+  BrainSnapshot* ClaimBefore(int slot, absl::Time) override { return Claim(slot); }
+  bool Holds(int, uint64_t) const override { return false; }
+  void Take(int, BrainSnapshot*, bool copied) override { copied_ = copied_ || copied; }
+  void Released(int) override {}
+
+  absl::Notification& claimed() { return claimed_; }
+  void Release() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+  }
+  bool copied() const { return copied_; }
+
+ private:
+  absl::Notification claimed_, release_;
+  BrainSnapshot buffer_;
+  std::atomic<bool> copied_{false};
+};
+
+// A periodic checkpoint copy runs after the batch's answers are delivered: however slow it is,
+// the robot has its motor frame.
+TEST(BatchSchedulerTest, PeriodicSnapshotsRunAfterTheAnswersAreDelivered) {
+  HoldingSnapshotSink holding;
+  SchedulerOptions o = Options(2, 2, std::chrono::microseconds(0));
+  o.snapshot_sink = &holding;
+  o.snapshot_every_cycles = 1;
+  std::unique_ptr<BatchScheduler> s = StartScheduler(std::move(o));
+  ASSERT_NE(s, nullptr);
+  const int slot = CreateBrain(*s, 7);
+  RecordingSink sink;
+  s->Submit(slot, &sink, Frame(1, kValues));
+  ASSERT_TRUE(holding.claimed().WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_TRUE(sink.WaitFor(1, absl::Seconds(5))) << "the answer waited for the checkpoint copy";
+  holding.Release();
+  s->Stop();
+  EXPECT_TRUE(holding.copied());
+  ASSERT_EQ(sink.size(), 1u);
+  EXPECT_EQ(sink.answers()[0].status, brain::v1::OK);
+}
+
 TEST(BatchSchedulerTest, UnknownEngineKindFailsToStart) {
   SchedulerOptions o = Options(2, 2, std::chrono::microseconds(200));
   o.engine_kind = "quantum";

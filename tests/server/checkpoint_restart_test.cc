@@ -288,6 +288,163 @@ TEST_F(CheckpointRestartTest, EveryBrainReachesDiskAtShutdownWithMoreRobotsThanC
   }
 }
 
+// Motor frames of one brain (Hello seed 99, the frames above) that never stopped: frame t's
+// answer is reference[t - 1].
+std::vector<MotorFrame> ReferenceAnswers(int frames) {
+  ServerConfig c = TestServerConfig();
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
+  EXPECT_TRUE(server.ok()) << server.status();
+  std::vector<MotorFrame> answers;
+  if (!server.ok()) return answers;
+  auto stub = brain::v1::Brain::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string((*server)->port()),
+                                                           grpc::InsecureChannelCredentials()));
+  RawStream s(stub.get());
+  brain::v1::Hello h = MakeHello("reference");
+  h.set_seed(99);
+  EXPECT_TRUE(s.Open(h).has_value());
+  for (int t = 1; t <= frames; ++t) answers.push_back(s.Step(Frame(t)).value_or(MotorFrame{}));
+  return answers;
+}
+
+// More robots than snapshot buffers end their streams at once while the writer is held: every
+// released brain's final state still reaches disk (its slot waits for a buffer), and each robot
+// resumes it bit for bit.
+TEST_F(CheckpointRestartTest, EveryReleasedBrainReachesDiskWithMoreReleasesThanCopyBuffers) {
+  constexpr int kRobots = Checkpointer::kBuffers + 3;
+  const std::vector<MotorFrame> reference = ReferenceAnswers(5 + kRobots);
+  ServerConfig c = TestServerConfig();
+  c.max_robots = kRobots;
+  c.checkpoint_dir = dir_;
+  c.checkpoint_every_cycles = 1000;
+  c.idle_keep_s = 0;  // a stream's end releases its brain at once
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = StubOf(**server);
+  std::vector<std::string> tokens;
+  {
+    std::vector<std::unique_ptr<RawStream>> streams;
+    for (int r = 0; r < kRobots; ++r) {
+      streams.push_back(std::make_unique<RawStream>(stub.get()));
+      std::optional<Welcome> w = streams.back()->Open(HelloOf("wave-" + std::to_string(r)));
+      ASSERT_TRUE(w.has_value());
+      tokens.push_back(w->resume_token());
+      for (int t = 1; t <= 4 + r; ++t) ASSERT_TRUE(streams.back()->Step(Frame(t)).has_value());
+    }
+    (*server)->checkpointer()->PauseWriterForTesting(true);
+    for (auto& s : streams) EXPECT_TRUE(s->Close().ok());
+  }
+  // The first kBuffers copies wait at the held writer; the other brains wait in their slots.
+  EXPECT_TRUE(Eventually([&] { return (*server)->scheduler().releases() == Checkpointer::kBuffers; }));
+  (*server)->checkpointer()->PauseWriterForTesting(false);
+  ASSERT_TRUE(Eventually([&] { return (*server)->scheduler().releases() == kRobots; }));
+  ASSERT_TRUE((*server)->checkpointer()->Flush(absl::Seconds(30)));
+  EXPECT_THAT((*server)->metrics().Scrape(), HasSubstr("brain_final_states_lost_total{reason=\"no_buffer\"} 0"));
+  for (int r = 0; r < kRobots; ++r) {
+    RawStream back(stub.get());
+    std::optional<Welcome> w = back.Open(HelloOf("wave-" + std::to_string(r), tokens[size_t(r)]));
+    ASSERT_TRUE(w.has_value()) << "robot " << r;
+    EXPECT_TRUE(w->resumed()) << "robot " << r;
+    EXPECT_EQ(w->cycle(), uint64_t(4 + r));
+    std::optional<MotorFrame> next = back.Step(Frame(5 + r));
+    ASSERT_TRUE(next.has_value());
+    ASSERT_EQ(next->values_size(), reference[size_t(4 + r)].values_size());
+    for (int m = 0; m < next->values_size(); ++m) {
+      EXPECT_EQ(next->values(m), reference[size_t(4 + r)].values(m)) << "robot " << r << " motor " << m;
+    }
+  }
+}
+
+// A robot that reconnects while its released brain is still on its way to disk is not handed a
+// new brain (nor the older file): it is told to retry, and then resumes the brain it left.
+TEST_F(CheckpointRestartTest, AHelloWaitsForItsReleasedBrainToReachDisk) {
+  ServerConfig c = TestServerConfig();
+  c.checkpoint_dir = dir_;
+  c.checkpoint_every_cycles = 1000;
+  c.idle_keep_s = 0;
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = StubOf(**server);
+  std::string token;
+  {
+    RawStream s(stub.get());
+    std::optional<Welcome> w = s.Open(HelloOf("hasty"));
+    ASSERT_TRUE(w.has_value());
+    token = w->resume_token();
+    for (int t = 1; t <= 6; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
+    (*server)->checkpointer()->PauseWriterForTesting(true);
+    EXPECT_TRUE(s.Close().ok());
+  }
+  ASSERT_TRUE(Eventually([&] { return (*server)->scheduler().releases() == 1; }));
+  {
+    RawStream early(stub.get());
+    EXPECT_FALSE(early.Open(HelloOf("hasty", token)).has_value());
+    const grpc::Status refused = early.Finish();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(refused.error_message(), HasSubstr("still being saved"));
+  }
+  (*server)->checkpointer()->PauseWriterForTesting(false);
+  RawStream back(stub.get());
+  std::optional<Welcome> w = back.Open(HelloOf("hasty", token));
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->resumed());
+  EXPECT_EQ(w->cycle(), 6u);
+}
+
+// A failed engine's brains may be half a cycle on: nothing is written from it, at a stream's end
+// or at shutdown, and each brain not saved is counted; the files keep the last whole states.
+TEST_F(CheckpointRestartTest, NoCheckpointIsWrittenFromAFailedEngine) {
+  ServerConfig c = TestServerConfig();
+  c.checkpoint_dir = dir_;
+  c.checkpoint_every_cycles = 3;
+  c.test_fail_engine_after_batches = 7;  // cycles 1..7 run (one robot, a batch each), then it fails
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = StubOf(**server);
+  RawStream s(stub.get());
+  ASSERT_TRUE(s.Open(HelloOf("crashed")).has_value());
+  for (int t = 1; t <= 7; ++t) ASSERT_EQ(s.Step(Frame(t))->status(), brain::v1::OK);
+  ASSERT_TRUE((*server)->checkpointer()->Flush(absl::Seconds(10)));
+  const int64_t written_before = (*server)->checkpointer()->written();
+  EXPECT_EQ(written_before, 2);  // cycles 3 and 6
+  s.Step(Frame(8));  // answered INTERNAL_ERROR; the stream is then ended UNAVAILABLE
+  ASSERT_TRUE(Eventually([&] { return !(*server)->scheduler().engine_healthy(); }));
+  (*server)->Shutdown();
+  EXPECT_EQ((*server)->checkpointer()->written(), written_before);
+  EXPECT_THAT((*server)->metrics().Scrape(),
+              HasSubstr("brain_final_states_lost_total{reason=\"engine_failed\"} 1"));
+  absl::StatusOr<std::string> bytes = ReadWholeFile(CheckpointPath(dir_, "crashed"));
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(DecodeCheckpoint(*bytes, FieldShape::Small())->header.cycle, 6u);
+}
+
+// Shutdown keeps --shutdown_deadline_s when the writer is behind: brains whose copy found no
+// buffer by then are counted, not waited for one by one.
+TEST_F(CheckpointRestartTest, ShutdownKeepsItsDeadlineWhenTheWriterIsBehind) {
+  constexpr int kRobots = Checkpointer::kBuffers + 3;
+  ServerConfig c = TestServerConfig();
+  c.max_robots = kRobots;
+  c.checkpoint_dir = dir_;
+  c.checkpoint_every_cycles = 1000;
+  c.shutdown_deadline_s = 1;
+  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = StubOf(**server);
+  std::vector<std::unique_ptr<RawStream>> streams;
+  for (int r = 0; r < kRobots; ++r) {
+    streams.push_back(std::make_unique<RawStream>(stub.get()));
+    ASSERT_TRUE(streams.back()->Open(HelloOf("late-" + std::to_string(r))).has_value());
+    ASSERT_TRUE(streams.back()->Step(Frame(1)).has_value());
+  }
+  (*server)->checkpointer()->PauseWriterForTesting(true);
+  const absl::Time start = absl::Now();
+  (*server)->Shutdown();
+  const absl::Duration took = absl::Now() - start;
+  // The deadline plus ending gRPC; waiting for each brain in turn took 10 s per brain.
+  EXPECT_LT(took, absl::Seconds(6)) << took;
+  EXPECT_THAT((*server)->metrics().Scrape(),
+              HasSubstr("brain_final_states_lost_total{reason=\"shutdown_deadline\"} 3"));
+}
+
 TEST_F(CheckpointRestartTest, ADamagedCheckpointGivesANewBrainALogLineAndAMetric) {
   std::ofstream(CheckpointPath(dir_, "dented")) << "what a full disk and a crash left behind";
   std::unique_ptr<BrainServer> server = Start(dir_);
