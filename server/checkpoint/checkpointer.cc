@@ -97,16 +97,22 @@ absl::StatusOr<DecodedCheckpoint> Checkpointer::Load(const std::string& robot_id
   if (decoded.ok() && decoded->header.robot_id != robot_id) {
     decoded = absl::DataLossError("the file holds another robot's brain");
   }
+  if (!decoded.ok() && absl::IsFailedPrecondition(decoded.status())) {
+    // A whole brain this daemon cannot run (another field shape, format version or build): a
+    // daemon configured for it can. The file stays; the Hello is refused, saying why.
+    if (metrics_ != nullptr) metrics_->RecordCheckpointFailure(telemetry::CheckpointFailure::kForeign);
+    LogWarning("checkpoint of robot_id \"", robot_id, "\" (", path, ") is not for this daemon: ",
+               decoded.status().message(), "; its Hello is refused and the file kept");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpointed brain of robot_id \"", robot_id, "\" cannot run on this daemon: ", decoded.status().message(),
+        "; connect to a daemon configured for it, or send fresh=true to discard it and start a new brain"));
+  }
   if (!decoded.ok()) {
-    const bool foreign = absl::IsFailedPrecondition(decoded.status());
-    if (metrics_ != nullptr) {
-      metrics_->RecordCheckpointFailure(foreign ? telemetry::CheckpointFailure::kForeign
-                                                : telemetry::CheckpointFailure::kCorrupt);
-    }
+    if (metrics_ != nullptr) metrics_->RecordCheckpointFailure(telemetry::CheckpointFailure::kCorrupt);
     std::rename(path.c_str(), (path + ".refused").c_str());
     LogWarning("checkpoint of robot_id \"", robot_id, "\" refused (", path, ".refused): ", decoded.status().message(),
                "; the robot gets a new brain");
-    return absl::Status(decoded.status().code(), absl::StrCat("its checkpoint was refused: ", decoded.status().message()));
+    return absl::DataLossError(absl::StrCat("its checkpoint was refused: ", decoded.status().message()));
   }
   return decoded;
 }
@@ -123,7 +129,8 @@ absl::StatusOr<std::optional<RestorableBrain>> Checkpointer::ForHello(const brai
   if (hello.fresh()) return std::nullopt;
   const std::string& robot_id = hello.profile().robot_id();
   absl::StatusOr<DecodedCheckpoint> saved = Load(robot_id);
-  if (!saved.ok()) return std::nullopt;  // none, or refused (logged, counted, set aside)
+  if (absl::IsFailedPrecondition(saved.status())) return saved.status();  // kept for another daemon
+  if (!saved.ok()) return std::nullopt;  // none, or damaged (logged, counted, set aside)
   const CheckpointHeader& h = saved->header;
   if (!TokenMatches(h, hello.resume_token())) {
     return absl::FailedPreconditionError(absl::StrCat(

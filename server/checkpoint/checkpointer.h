@@ -64,16 +64,18 @@ class Checkpointer final : public SnapshotSink {
   std::optional<uint64_t> CycleOnDisk(const std::string& robot_id) const;
   // Any thread. Deletes the robot's checkpoint and forgets its slots: a fresh brain replaces it.
   void Discard(const std::string& robot_id);
-  // Any thread. The robot's last checkpoint: NotFound when it has none; a refusal (corrupt,
-  // foreign shape, future version) with the reason, after which the file is set aside as
-  // <file>.refused, logged once and counted.
+  // Any thread. The robot's last checkpoint: NotFound when it has none; DATA_LOSS for a damaged
+  // file (cut short, corrupt, another robot's), which is set aside as <file>.refused, logged once
+  // and counted; FAILED_PRECONDITION naming both sides for a whole brain this daemon cannot run
+  // (another field shape, format version or build), which stays where it is (logged, counted).
   absl::StatusOr<DecodedCheckpoint> Load(const std::string& robot_id);
 
   // What a Hello for a robot the daemon does not hold in memory finds on disk: nothing (a new
-  // brain; also when the file was refused, or when the Hello asks `fresh`, whose file the caller
+  // brain; also when the file was damaged, or when the Hello asks `fresh`, whose file the caller
   // discards once the new session is granted), or a brain to restore when the Hello carries the
   // token the file was written for and the same counts; otherwise FAILED_PRECONDITION saying how
-  // to resume or start fresh, as for a brain kept in memory.
+  // to resume or start fresh, as for a brain kept in memory, or naming the file's field shape (or
+  // version) and this daemon's when the brain cannot run here.
   absl::StatusOr<std::optional<RestorableBrain>> ForHello(const brain::v1::Hello& hello);
   // Any thread. Waits until nothing of `robot_id` is on its way to disk (no slot bound to it whose
   // release has not copied its final state, no pending or running write), up to `timeout`; false

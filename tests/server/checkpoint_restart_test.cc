@@ -445,6 +445,54 @@ TEST_F(CheckpointRestartTest, ShutdownKeepsItsDeadlineWhenTheWriterIsBehind) {
               HasSubstr("brain_final_states_lost_total{reason=\"shutdown_deadline\"} 3"));
 }
 
+// A checkpoint of another field shape holds a whole brain that a daemon configured for that shape
+// can run: the Hello is refused with both shapes named, the file stays where it is (the robot
+// resumes it on a daemon with that shape), and only `fresh` replaces it.
+TEST_F(CheckpointRestartTest, ACheckpointOfAnotherShapeRefusesTheHelloAndStays) {
+  EngineConfig tiny;
+  tiny.shape = FieldShape::Tiny();
+  tiny.max_robots = tiny.max_batch = 1;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = MakeEngine("cpu", tiny);
+  ASSERT_TRUE(engine.ok());
+  absl::StatusOr<int> slot = (*engine)->CreateBrain(BrainSpec{99, 4, 2});
+  ASSERT_TRUE(slot.ok());
+  absl::StatusOr<BrainSnapshot> brain = (*engine)->Snapshot(*slot);
+  ASSERT_TRUE(brain.ok());
+  const std::string token = "0123456789abcdef0123456789abcdef";
+  CheckpointHeader header;
+  header.shape = tiny.shape;
+  header.sensor_count = 4;
+  header.motor_count = 2;
+  header.seed = 99;
+  header.cycle = 0;
+  header.robot_id = "elsewhere";
+  header.resume_token_sha256 = Checkpointer::TokenHash(token);
+  const std::string path = CheckpointPath(dir_, "elsewhere");
+  ASSERT_TRUE(WriteFileAtomically(path, EncodeCheckpoint(header, *brain)).ok());
+
+  std::unique_ptr<BrainServer> server = Start(dir_);
+  auto stub = StubOf(*server);
+  {
+    RawStream s(stub.get());
+    EXPECT_FALSE(s.Open(HelloOf("elsewhere", token)).has_value());
+    const grpc::Status refused = s.Finish();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(refused.error_message(), HasSubstr("field shape 16x8x8x8; this daemon runs 32x16x16x16"));
+    EXPECT_THAT(refused.error_message(), HasSubstr("fresh=true"));
+  }
+  EXPECT_THAT(server->metrics().Scrape(), HasSubstr("brain_checkpoint_failures_total{reason=\"foreign\"} 1"));
+  struct stat info {};
+  EXPECT_EQ(::stat(path.c_str(), &info), 0) << "the file stays where it is";
+  EXPECT_NE(::stat((path + ".refused").c_str(), &info), 0);
+  brain::v1::Hello fresh = HelloOf("elsewhere");
+  fresh.set_fresh(true);
+  RawStream s(stub.get());
+  std::optional<Welcome> w = s.Open(fresh);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_FALSE(w->resumed());
+  EXPECT_EQ(::stat(path.c_str(), &info), -1) << "fresh discards it";
+}
+
 TEST_F(CheckpointRestartTest, ADamagedCheckpointGivesANewBrainALogLineAndAMetric) {
   std::ofstream(CheckpointPath(dir_, "dented")) << "what a full disk and a crash left behind";
   std::unique_ptr<BrainServer> server = Start(dir_);
