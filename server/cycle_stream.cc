@@ -219,8 +219,14 @@ void CycleStream::HandleHello() {
     ++outstanding_;
     ++holds_;
   }
-  auto created = [this, g = *std::move(grant)](absl::StatusOr<int> slot) mutable {
-    OnBrainCreated(std::move(g), std::move(slot));
+  // A resumed brain keeps its generation; a new one (first, fresh, or after an expiry) gets the
+  // next (after Discard above, which moved the robot's generation on from the old brain's).
+  uint64_t generation = 0;
+  if (deps.checkpointer != nullptr) {
+    generation = restorable.has_value() ? restorable->generation : deps.checkpointer->NewGeneration(robot_id);
+  }
+  auto created = [this, g = *std::move(grant), generation](absl::StatusOr<int> slot) mutable {
+    OnBrainCreated(std::move(g), generation, std::move(slot));
   };
   if (restorable.has_value()) {
     deps.scheduler->CreateBrainFrom(spec, std::move(restorable->snapshot), std::move(created));
@@ -229,7 +235,7 @@ void CycleStream::HandleHello() {
   }
 }
 
-void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
+void CycleStream::OnBrainCreated(SessionGrant grant, uint64_t generation, absl::StatusOr<int> slot) {
   SessionTable& sessions = *service_->deps().sessions;
   {
     std::string robot_id;
@@ -239,7 +245,7 @@ void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
     }
     if (slot.ok()) {
       if (Checkpointer* checkpointer = service_->deps().checkpointer; checkpointer != nullptr) {
-        checkpointer->Bind(*slot, robot_id, Checkpointer::TokenHash(grant.resume_token));
+        checkpointer->Bind(*slot, robot_id, Checkpointer::TokenHash(grant.resume_token), generation);
       }
       sessions.CompleteCreate(robot_id, id_, *slot);
     } else {

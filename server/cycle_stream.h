@@ -94,7 +94,7 @@ class CycleStream final
   // than its checkpoint (it ran on another daemon since), which then replaces the kept one.
   absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const brain::v1::Hello& hello);
   void HandleFrame(const brain::v1::SensorFrame& frame);
-  void OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot);
+  void OnBrainCreated(SessionGrant grant, uint64_t generation, absl::StatusOr<int> slot);
 
   // Ends the stream once owed writes allow: `drop` discards answers not yet written (errors,
   // cancel); otherwise every owed answer is written first. The first reason wins, except that

@@ -1,6 +1,7 @@
 #include "server/checkpoint/checkpoint_files.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +49,7 @@ absl::Status CheckCheckpointDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+absl::StatusOr<std::string> WriteTemporaryFile(const std::string& path, const std::string& bytes) {
   // Daemons behind one proxy share the directory: each writes its own temporary file, so two
   // that write one robot's brain at once never mix their bytes (the last rename wins, whole).
   char host[256] = "host";
@@ -75,13 +76,45 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
     return absl::UnavailableError(absl::StrCat("fsync ", tmp, ": ", error));
   }
   ::close(fd);
+  return tmp;
+}
+
+absl::Status RenameOver(const std::string& tmp, const std::string& path) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string error = Errno();
     ::unlink(tmp.c_str());
     return absl::UnavailableError(absl::StrCat("rename ", tmp, ": ", error));
   }
+  return absl::OkStatus();
+}
+
+absl::Status SyncDirectoryOf(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return FsyncPath(slash == std::string::npos ? "." : path.substr(0, slash), O_RDONLY | O_DIRECTORY);
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  absl::StatusOr<std::string> tmp = WriteTemporaryFile(path, bytes);
+  if (!tmp.ok()) return tmp.status();
+  if (absl::Status s = RenameOver(*tmp, path); !s.ok()) return s;
+  return SyncDirectoryOf(path);
+}
+
+DirectoryLock::DirectoryLock(const std::string& dir) {
+  fd_ = ::open(absl::StrCat(dir, "/.fieldbrain.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) return;
+  int rc;
+  do {
+    rc = ::flock(fd_, LOCK_EX);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {

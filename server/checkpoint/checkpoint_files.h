@@ -21,6 +21,27 @@ absl::Status CheckCheckpointDir(const std::string& dir);
 // fsync and rename: a reader sees the old file or the new one, never a mix, even when several
 // daemons share the directory.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+// The same in its steps: the temporary file, written and fsynced (its path); its rename over
+// `path` (the temporary file is removed if that fails); the directory's fsync, which makes the
+// rename durable.
+absl::StatusOr<std::string> WriteTemporaryFile(const std::string& path, const std::string& bytes);
+absl::Status RenameOver(const std::string& tmp, const std::string& path);
+absl::Status SyncDirectoryOf(const std::string& path);
+
+// An exclusive flock(2) on <dir>/.fieldbrain.lock for as long as it lives: daemons that share the
+// directory take turns at a checkpoint's last check and its rename. Where the lock cannot be had
+// (a filesystem without flock), it holds nothing and says so.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::string& dir);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
 
 // NotFound when there is no file; other errors say why it could not be read.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);

@@ -123,6 +123,7 @@ std::string EncodeCheckpoint(const CheckpointHeader& header, const BrainSnapshot
   h(uint32_t(header.robot_id.size()));
   h.Raw(header.robot_id.data(), header.robot_id.size());
   h.Raw(header.resume_token_sha256.data(), header.resume_token_sha256.size());
+  h(header.generation);
   h(uint64_t(payload.size()));
   const std::array<uint8_t, 32> digest = Sha256(out, payload);
   h.Raw(digest.data(), digest.size());
@@ -139,9 +140,9 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   uint32_t version = 0;
   r(version);
   if (!r.ok()) return absl::DataLossError("truncated in the header");
-  if (version != kCheckpointVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("format version ", version, "; this daemon reads version ",
-                                                      kCheckpointVersion));
+  if (version < kOldestCheckpointVersion || version > kCheckpointVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("format version ", version, "; this daemon reads versions ",
+                                                      kOldestCheckpointVersion, " to ", kCheckpointVersion));
   }
   for (uint32_t expected : kLayout) {
     uint32_t got = 0;
@@ -167,6 +168,7 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   hd.robot_id.resize(id_bytes);
   r.Raw(hd.robot_id.data(), id_bytes);
   r.Raw(hd.resume_token_sha256.data(), hd.resume_token_sha256.size());
+  if (version >= 2) r(hd.generation);
   uint64_t payload_bytes = 0;
   r(payload_bytes);
   const size_t hashed = r.at();
@@ -219,17 +221,20 @@ std::optional<CheckpointHead> PeekCheckpointHead(absl::string_view prefix) {
     return v;
   };
   if (prefix.size() < kCheckpointCycleEnd + 4 ||
-      std::memcmp(prefix.data(), kCheckpointMagic, sizeof(kCheckpointMagic)) != 0 ||
-      uint_at(8, 4) != kCheckpointVersion) {
+      std::memcmp(prefix.data(), kCheckpointMagic, sizeof(kCheckpointMagic)) != 0) {
     return std::nullopt;
   }
+  const uint64_t version = uint_at(8, 4);
+  if (version < kOldestCheckpointVersion || version > kCheckpointVersion) return std::nullopt;
   CheckpointHead head;
   head.cycle = uint_at(kCheckpointCycleEnd - 8, 8);
   const uint64_t id_bytes = uint_at(kCheckpointCycleEnd, 4);
   const size_t token_at = kCheckpointCycleEnd + 4 + size_t(id_bytes);
-  if (id_bytes > kMaxCheckpointRobotIdBytes || prefix.size() < token_at + 32) return std::nullopt;
+  const size_t head_end = token_at + 32 + (version >= 2 ? 8 : 0);
+  if (id_bytes > kMaxCheckpointRobotIdBytes || prefix.size() < head_end) return std::nullopt;
   head.robot_id = std::string(prefix.substr(kCheckpointCycleEnd + 4, size_t(id_bytes)));
   std::memcpy(head.resume_token_sha256.data(), prefix.data() + token_at, 32);
+  if (version >= 2) head.generation = uint_at(token_at + 32, 8);
   return head;
 }
 

@@ -1,4 +1,5 @@
-// The checkpoint file of one robot's brain, version 1 (docs/checkpoint-format.md): written field
+// The checkpoint file of one robot's brain, version 2 (docs/checkpoint-format.md; version 1 files,
+// which have no generation, are still read): written field
 // by field, little-endian, never as a dump of in-memory structs, so that a build with another
 // struct layout or compiler reads the same bytes. Encode and Decode walk the same field list
 // (checkpoint_fields.h), so the two cannot disagree about the order.
@@ -19,7 +20,8 @@
 
 namespace fieldbrain::server {
 
-inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kCheckpointVersion = 2;
+inline constexpr uint32_t kOldestCheckpointVersion = 1;  // read as generation 0
 inline constexpr char kCheckpointMagic[8] = {'F', 'B', 'C', 'H', 'K', 'P', 'T', '\n'};
 inline constexpr size_t kMaxCheckpointRobotIdBytes = 128;
 
@@ -32,6 +34,10 @@ struct CheckpointHeader {
   std::string robot_id;
   // SHA-256 of the robot's resume token: the token itself is never stored.
   std::array<uint8_t, 32> resume_token_sha256{};
+  // Which of the robot's brains this is: every new brain of a robot (first, fresh, or after its
+  // old one expired) gets a higher generation than any before it; a resumed brain keeps its own.
+  // A write of an older generation never replaces a newer one (checkpointer.h).
+  uint64_t generation = 0;
 };
 
 struct DecodedCheckpoint {
@@ -46,17 +52,19 @@ std::string EncodeCheckpoint(const CheckpointHeader& header, const BrainSnapshot
 // with a reason; never reads past `bytes`.
 absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, const FieldShape& expected_shape);
 
-// The head of a version-1 file, read without checking it (the hash covers the whole file): enough
+// The head of a file, read without checking it (the hash covers the whole file): enough
 // to tell whether a file holds a newer brain than one in memory, or another session's (daemons
 // behind one proxy share the directory), never to restore one.
 struct CheckpointHead {
   uint64_t cycle = 0;
   std::string robot_id;
   std::array<uint8_t, 32> resume_token_sha256{};
+  uint64_t generation = 0;
 };
-// Magic, version, layout, shape, counts, seed, cycle, robot id (length + at most 128 bytes), token.
+// Magic, version, layout, shape, counts, seed, cycle, robot id (length + at most 128 bytes), token,
+// generation (version 2).
 inline constexpr size_t kCheckpointCycleEnd = 8 + 4 + 7 * 4 + 4 * 4 + 2 * 4 + 8 + 8;
-inline constexpr size_t kCheckpointHeadMax = kCheckpointCycleEnd + 4 + kMaxCheckpointRobotIdBytes + 32;
+inline constexpr size_t kCheckpointHeadMax = kCheckpointCycleEnd + 4 + kMaxCheckpointRobotIdBytes + 32 + 8;
 // From the first bytes of a file (up to kCheckpointHeadMax); nullopt for a prefix without the
 // magic and version, or cut before the token.
 std::optional<CheckpointHead> PeekCheckpointHead(absl::string_view prefix);

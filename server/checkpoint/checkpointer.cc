@@ -46,10 +46,24 @@ Checkpointer::~Checkpointer() {
   writer_.join();
 }
 
-void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256) {
+void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256,
+                        uint64_t generation) {
   absl::MutexLock lock(&mu_);
   if (slot < 0 || size_t(slot) >= slots_.size()) return;
-  slots_[size_t(slot)] = Binding{robot_id, token_sha256, std::nullopt};
+  NoteGenerationLocked(robot_id, generation);
+  slots_[size_t(slot)] = Binding{robot_id, token_sha256, generation, std::nullopt};
+}
+
+uint64_t Checkpointer::NoteGenerationLocked(const std::string& robot_id, uint64_t generation) {
+  uint64_t& known = generations_[robot_id];
+  known = std::max(known, generation);
+  return known;
+}
+
+uint64_t Checkpointer::NewGeneration(const std::string& robot_id) {
+  const std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
+  absl::MutexLock lock(&mu_);
+  return NoteGenerationLocked(robot_id, std::max(generations_[robot_id], head ? head->generation : 0) + 1);
 }
 
 void Checkpointer::Forget(const std::string& robot_id) {
@@ -80,7 +94,13 @@ std::optional<uint64_t> Checkpointer::CycleOnDisk(const std::string& robot_id) c
 }
 
 void Checkpointer::Discard(const std::string& robot_id) {
+  // Under the directory lock and ours, as a write's last check and rename are: a copy of the old
+  // brain the writer already holds then finds the generation moved on and is dropped.
+  const std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
   Forget(robot_id);
+  DirectoryLock dir_lock(dir_);
+  absl::MutexLock lock(&mu_);
+  NoteGenerationLocked(robot_id, std::max(generations_[robot_id], head ? head->generation : 0) + 1);
   std::remove(CheckpointPath(dir_, robot_id).c_str());
 }
 
@@ -146,7 +166,7 @@ absl::StatusOr<std::optional<RestorableBrain>> Checkpointer::ForHello(const brai
         hello.profile().motor_count(), "; send fresh=true to discard it and start a new brain"));
   }
   LogInfo("robot_id \"", robot_id, "\" resumes from its checkpoint at cycle ", h.cycle);
-  return RestorableBrain{h.seed, std::make_shared<const BrainSnapshot>(std::move(saved->snapshot))};
+  return RestorableBrain{h.seed, h.generation, std::make_shared<const BrainSnapshot>(std::move(saved->snapshot))};
 }
 
 bool Checkpointer::Wants(int slot) const {
@@ -204,6 +224,7 @@ void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
   job.header.cycle = buffer->state.cycle;
   job.header.robot_id = binding.robot_id;
   job.header.resume_token_sha256 = binding.token_sha256;
+  job.header.generation = binding.generation;
   job.snapshot = buffer;
   if (auto it = pending_.find(binding.robot_id); it != pending_.end()) {
     FreeLocked(it->second.snapshot);  // replaced before it was written
@@ -235,6 +256,16 @@ void Checkpointer::PauseWriterForTesting(bool paused) {
   paused_ = paused;
 }
 
+void Checkpointer::HoldWritesBeforeRenameForTesting(bool hold) {
+  absl::MutexLock lock(&mu_);
+  hold_before_rename_ = hold;
+}
+
+int Checkpointer::WritesHeldForTesting() const {
+  absl::MutexLock lock(&mu_);
+  return held_before_rename_;
+}
+
 bool Checkpointer::Flush(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.empty() && writing_ == 0; };
@@ -256,12 +287,27 @@ void Checkpointer::WriterLoop() {
     Job job;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || (!paused_ && !pending_.empty());
+      // A job whose write failed waits for its retry time; the others go first meanwhile.
+      auto due = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        auto first = pending_.end();
+        for (auto it = pending_.begin(); it != pending_.end(); ++it)
+          if (first == pending_.end() || it->second.not_before < first->second.not_before) first = it;
+        return first;
       };
-      mu_.Await(absl::Condition(&ready));
-      if (pending_.empty()) return;  // stopping, and everything is written
-      auto it = pending_.begin();
+      for (;;) {
+        auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || (!paused_ && !pending_.empty());
+        };
+        mu_.Await(absl::Condition(&ready));
+        if (pending_.empty()) return;  // stopping, and everything is written
+        const absl::Time at = due()->second.not_before;
+        if (stopping_ || at <= absl::Now()) break;
+        auto changed = [this, &due, at]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || paused_ || pending_.empty() || due()->second.not_before < at;
+        };
+        mu_.AwaitWithDeadline(absl::Condition(&changed), at);
+      }
+      auto it = due();
       job = std::move(it->second);
       pending_.erase(it);
       ++writing_;
@@ -274,61 +320,79 @@ void Checkpointer::WriterLoop() {
   }
 }
 
-void Checkpointer::WriteOne(Job job) {
-  // Another daemon's newer brain of this session (the robot moved on) stays. A file of another
-  // session is replaced: whoever writes last holds the robot's current session, since a session's
-  // daemon writes it periodically and at its end, and a stale copy that has not run is never
-  // written (Take).
-  if (std::optional<CheckpointHead> on_disk = HeadOnDisk(job.header.robot_id);
-      on_disk.has_value() && on_disk->cycle > job.header.cycle &&
-      on_disk->resume_token_sha256 == job.header.resume_token_sha256) {
-    absl::MutexLock lock(&mu_);
-    --writing_;
-    FreeLocked(job.snapshot);
-    return;
+bool Checkpointer::StillCurrentLocked(const Job& job) const {
+  const CheckpointHeader& h = job.header;
+  // A `fresh` here since the copy was made: the old brain's copy is not written.
+  if (auto it = generations_.find(h.robot_id); it != generations_.end() && it->second > h.generation) return false;
+  // Another daemon's newer brain of the robot, or the same brain run further there (the robot
+  // moved on), stays.
+  if (std::optional<CheckpointHead> on_disk = HeadOnDisk(h.robot_id); on_disk.has_value()) {
+    if (on_disk->generation > h.generation) return false;
+    if (on_disk->generation == h.generation && on_disk->cycle > h.cycle) return false;
   }
+  return true;
+}
+
+void Checkpointer::WriteOne(Job job) {
   const absl::Time start = absl::Now();
+  const std::string robot_id = job.header.robot_id;
+  const std::string path = CheckpointPath(dir_, job.header.robot_id);
   const std::string bytes = EncodeCheckpoint(job.header, *job.snapshot);
-  const absl::Status status = WriteFileAtomically(CheckpointPath(dir_, job.header.robot_id), bytes);
+  absl::StatusOr<std::string> tmp = WriteTemporaryFile(path, bytes);
+  absl::Status status = tmp.status();
+  bool dropped = false;
+  if (tmp.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      ++held_before_rename_;
+      auto go = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !hold_before_rename_ || stopping_; };
+      mu_.Await(absl::Condition(&go));
+      --held_before_rename_;
+    }
+    // The last check and the rename as one step against Discard and other daemons' writes.
+    DirectoryLock dir_lock(dir_);
+    absl::MutexLock lock(&mu_);
+    dropped = !StillCurrentLocked(job);
+    status = dropped ? absl::OkStatus() : RenameOver(*tmp, path);
+  }
+  if (dropped) std::remove(tmp->c_str());
+  if (status.ok() && !dropped) status = SyncDirectoryOf(path);
   const absl::Duration took = absl::Now() - start;
   bool retry = false;
   {
     absl::MutexLock lock(&mu_);
     --writing_;
     if (status.ok()) {
-      ++written_;
-      for (std::optional<Binding>& b : slots_) {
-        if (b.has_value() && b->robot_id == job.header.robot_id) b->written_cycle = job.header.cycle;
+      if (!dropped) {
+        ++written_;
+        for (std::optional<Binding>& b : slots_) {
+          if (b.has_value() && b->robot_id == job.header.robot_id) b->written_cycle = job.header.cycle;
+        }
       }
       FreeLocked(job.snapshot);
       job.snapshot = nullptr;
     } else {
       ++failures_;
-      // Retried with the next write of this robot, or now if none is coming (a full disk may
-      // clear); never ahead of a newer snapshot.
-      retry = !stopping_ && pending_.find(job.header.robot_id) == pending_.end();
-      if (!retry) {
+      // Retried with the next write of this robot, or after a second if none is coming (a full
+      // disk may clear), while the other robots' writes go on; never ahead of a newer snapshot.
+      retry = !stopping_ && !pending_.contains(job.header.robot_id);
+      if (retry) {
+        job.not_before = absl::Now() + kRetryAfter;
+        pending_.emplace(job.header.robot_id, std::move(job));
+      } else {
         FreeLocked(job.snapshot);
         job.snapshot = nullptr;
       }
     }
   }
+  if (dropped) return;
   if (status.ok()) {
     if (metrics_ != nullptr) metrics_->RecordCheckpoint(absl::ToDoubleSeconds(took), int64_t(bytes.size()));
     return;
   }
   if (metrics_ != nullptr) metrics_->RecordCheckpointFailure(telemetry::CheckpointFailure::kWrite);
-  LogError("checkpoint of robot_id \"", job.header.robot_id, "\" not written: ", status.message(),
+  LogError("checkpoint of robot_id \"", robot_id, "\" not written: ", status.message(),
            retry ? "; retrying in 1 s" : "");
-  if (retry) {
-    absl::SleepFor(absl::Seconds(1));
-    absl::MutexLock lock(&mu_);
-    if (!stopping_ && pending_.find(job.header.robot_id) == pending_.end()) {
-      pending_.emplace(job.header.robot_id, std::move(job));
-    } else {
-      FreeLocked(job.snapshot);  // a newer one is pending, or we are stopping
-    }
-  }
 }
 
 }  // namespace fieldbrain::server

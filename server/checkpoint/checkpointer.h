@@ -15,6 +15,14 @@
 //
 // Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
 // fresh brain (its file is deleted and no snapshot of the old brain is written afterwards).
+//
+// Generations (checkpoint_format.h) decide which copy of a robot's brain is the real one: every
+// new brain of a robot gets a generation above any this daemon or the file has seen
+// (NewGeneration), a resumed one keeps its own, and a write is dropped, just before its rename,
+// when the robot's generation has moved on here (a `fresh` meanwhile) or the file holds a newer
+// generation, or the same generation at a later cycle (the robot moved to another daemon). The
+// check and the rename run under this daemon's lock and an flock(2) on the directory, so neither
+// a Discard here nor another daemon's write on the same host can slip between them.
 #pragma once
 
 #include <array>
@@ -40,6 +48,7 @@ namespace fieldbrain::server {
 // A brain found on disk for a Hello, ready to be restored into a new slot.
 struct RestorableBrain {
   uint64_t seed = 0;
+  uint64_t generation = 0;  // the file's: a resumed brain keeps its generation
   std::shared_ptr<const BrainSnapshot> snapshot;
 };
 
@@ -54,8 +63,12 @@ class Checkpointer final : public SnapshotSink {
   static constexpr int kBuffers = 4;
   ~Checkpointer() override;  // writes what is pending, then stops the writer
 
-  // Any thread. `slot` now holds `robot_id`'s brain, resumable with the token whose SHA-256 this is.
-  void Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256);
+  // Any thread. `slot` now holds `robot_id`'s brain of `generation`, resumable with the token whose
+  // SHA-256 this is.
+  void Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256, uint64_t generation);
+  // Any thread. The generation of a new brain of `robot_id`: above every one this daemon has seen
+  // for the robot and the one in its file.
+  uint64_t NewGeneration(const std::string& robot_id);
   // Any thread. Forgets the robot's slots, so a brain being released there is not written: a
   // newer copy on disk replaces it. The file stays.
   void Forget(const std::string& robot_id);
@@ -63,6 +76,8 @@ class Checkpointer final : public SnapshotSink {
   // the file (Load does): whether another daemon has run the brain further than a kept copy.
   std::optional<uint64_t> CycleOnDisk(const std::string& robot_id) const;
   // Any thread. Deletes the robot's checkpoint and forgets its slots: a fresh brain replaces it.
+  // The robot's generation moves on, so no copy of the old brain is written afterwards, not even
+  // one the writer already holds.
   void Discard(const std::string& robot_id);
   // Any thread. The robot's last checkpoint: NotFound when it has none; DATA_LOSS for a damaged
   // file (cut short, corrupt, another robot's), which is set aside as <file>.refused, logged once
@@ -104,11 +119,16 @@ class Checkpointer final : public SnapshotSink {
   // Testing only: while paused, the writer takes no job (pending copies hold their buffers), so a
   // test can fix the order of events. The destructor writes what is pending regardless.
   void PauseWriterForTesting(bool paused);
+  // Testing only: while set, a write waits after its temporary file is written and before its last
+  // check and rename (a copy held at the writer); WritesHeldForTesting counts those waiting.
+  void HoldWritesBeforeRenameForTesting(bool hold);
+  int WritesHeldForTesting() const;
 
  private:
   struct Binding {
     std::string robot_id;
     std::array<uint8_t, 32> token_sha256{};
+    uint64_t generation = 0;
     // The cycle this daemon last wrote for the slot's brain: an unchanged brain is not written
     // again. Behind a proxy that matters: a robot that moved on to another daemon keeps running
     // there, and this daemon's stale copy (released at idle expiry) must not overwrite its file.
@@ -117,13 +137,19 @@ class Checkpointer final : public SnapshotSink {
   struct Job {
     CheckpointHeader header;
     BrainSnapshot* snapshot = nullptr;  // one of buffers_, back to free_ once written
+    absl::Time not_before = absl::InfinitePast();  // a failed write's retry time
   };
+  static constexpr absl::Duration kRetryAfter = absl::Seconds(1);
   void WriterLoop();
   void WriteOne(Job job);
   BrainSnapshot* ClaimLocked(int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The head of the robot's file (unchecked), if it has one.
   std::optional<CheckpointHead> HeadOnDisk(const std::string& robot_id) const;
   void FreeLocked(BrainSnapshot* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Raises the robot's known generation to at least `generation`; returns it.
+  uint64_t NoteGenerationLocked(const std::string& robot_id, uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `job` may replace the robot's file now (called under mu_ and the directory lock).
+  bool StillCurrentLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;
   telemetry::Metrics* const metrics_;
@@ -132,12 +158,17 @@ class Checkpointer final : public SnapshotSink {
   FieldShape shape_ ABSL_GUARDED_BY(mu_);
   std::vector<std::optional<Binding>> slots_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // robot_id -> newest unwritten
+  // robot_id -> the newest generation of its brain this daemon has seen (one entry per robot
+  // served since start: an id and a number).
+  std::map<std::string, uint64_t> generations_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BrainSnapshot>> buffers_;       // allocated by set_shape
   std::vector<BrainSnapshot*> free_ ABSL_GUARDED_BY(mu_);
   int writing_ ABSL_GUARDED_BY(mu_) = 0;
   std::string writing_robot_ ABSL_GUARDED_BY(mu_);  // the robot whose file the writer is writing
   uint64_t writing_cycle_ ABSL_GUARDED_BY(mu_) = 0;  // and the cycle of the brain it writes
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool hold_before_rename_ ABSL_GUARDED_BY(mu_) = false;
+  int held_before_rename_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gpu/engine.h"
 #include "gtest/gtest.h"
@@ -75,7 +76,7 @@ TEST_F(CheckpointFormatTest, ARestoredBrainRunsOnBitForBitAsTheOriginal) {
   const std::string bytes = EncodeCheckpoint(Header(snapshot), snapshot);
   EXPECT_EQ(bytes, EncodeCheckpoint(Header(snapshot), snapshot)) << "the encoding is deterministic";
   EXPECT_EQ(bytes.substr(0, 8), std::string("FBCHKPT\n", 8));
-  EXPECT_EQ(bytes.substr(8, 4), std::string("\x01\x00\x00\x00", 4)) << "version 1, little-endian";
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\x02\x00\x00\x00", 4)) << "version 2, little-endian";
 
   absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(bytes, FieldShape::Small());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -109,25 +110,53 @@ TEST_F(CheckpointFormatTest, TheHeadIsReadFromTheStartOfTheFile) {
   BrainSnapshot snapshot = *engine_->Snapshot(original_);
   CheckpointHeader header = Header(snapshot);
   header.cycle = 0x0102030405060708ull;
+  header.generation = 0x1112131415161718ull;
   const std::string bytes = EncodeCheckpoint(header, snapshot);
   const std::string head = bytes.substr(0, kCheckpointHeadMax);
-  for (const std::string& prefix : {head, bytes, bytes.substr(0, kCheckpointCycleEnd + 4 + 5 + 32)}) {
+  for (const std::string& prefix : {head, bytes, bytes.substr(0, kCheckpointCycleEnd + 4 + 5 + 32 + 8)}) {
     const std::optional<CheckpointHead> h = PeekCheckpointHead(prefix);
     ASSERT_TRUE(h.has_value());
     EXPECT_EQ(h->cycle, 0x0102030405060708ull);
     EXPECT_EQ(h->robot_id, "car-7");
     EXPECT_EQ(h->resume_token_sha256, header.resume_token_sha256);
+    EXPECT_EQ(h->generation, 0x1112131415161718ull);
   }
-  EXPECT_EQ(PeekCheckpointHead(bytes.substr(0, kCheckpointCycleEnd + 4 + 5 + 31)), std::nullopt) << "cut short";
+  EXPECT_EQ(PeekCheckpointHead(bytes.substr(0, kCheckpointCycleEnd + 4 + 5 + 32 + 7)), std::nullopt) << "cut short";
   std::string other_magic = head;
   other_magic[0] = 'X';
   EXPECT_EQ(PeekCheckpointHead(other_magic), std::nullopt);
   std::string other_version = head;
-  other_version[8] = 2;
+  other_version[8] = 3;
   EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
   std::string long_id = head;
   long_id[kCheckpointCycleEnd] = char(200);  // an id longer than the format allows
   EXPECT_EQ(PeekCheckpointHead(long_id), std::nullopt);
+}
+
+// Files written before generations existed (version 1: no generation field) are still read, as
+// generation 0, head and whole.
+TEST_F(CheckpointFormatTest, AVersion1FileIsReadAsGenerationZero) {
+  const BrainSnapshot snapshot = *engine_->Snapshot(original_);
+  CheckpointHeader header = Header(snapshot);
+  header.generation = 0;
+  const std::string v2 = EncodeCheckpoint(header, snapshot);
+  // Version 1: the same bytes without the generation, version 1, hashed again.
+  const size_t generation_at = kCheckpointCycleEnd + 4 + header.robot_id.size() + 32;
+  const size_t digest_at = generation_at + 8 + 8;
+  std::string v1_head = v2.substr(0, generation_at) + v2.substr(generation_at + 8, 8);
+  v1_head[8] = 1;
+  const std::string payload = v2.substr(digest_at + 32);
+  const Sha256Digest digest = Sha256(v1_head, payload);
+  const std::string v1 = v1_head + std::string(reinterpret_cast<const char*>(digest.data()), digest.size()) + payload;
+  absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(v1, FieldShape::Small());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->header.generation, 0u);
+  EXPECT_EQ(decoded->header.cycle, header.cycle);
+  EXPECT_EQ(decoded->snapshot.field, snapshot.field);
+  const std::optional<CheckpointHead> h = PeekCheckpointHead(v1);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->generation, 0u);
+  EXPECT_EQ(h->cycle, header.cycle);
 }
 
 // Daemons behind one proxy share the directory: a checkpoint is never written over the same
@@ -141,7 +170,7 @@ TEST_F(CheckpointFormatTest, TheWriterLeavesALaterFileOfTheSameSessionAlone) {
   CheckpointHeader mine = Header(snapshot);
   Checkpointer checkpointer(dir, 2, nullptr);
   checkpointer.set_shape(FieldShape::Small());
-  checkpointer.Bind(original_, "car-7", mine.resume_token_sha256);
+  checkpointer.Bind(original_, "car-7", mine.resume_token_sha256, 0);
   auto hand_over = [&](uint64_t cycle) {  // what the engine thread does for a checkpoint
     BrainSnapshot* buffer = checkpointer.Claim(original_);
     ASSERT_NE(buffer, nullptr);
@@ -172,6 +201,42 @@ TEST_F(CheckpointFormatTest, TheWriterLeavesALaterFileOfTheSameSessionAlone) {
   hand_over(43);
   EXPECT_EQ(cycle_on_disk(), 43u) << "this session's own older file must be replaced";
   EXPECT_EQ(checkpointer.written(), 2);
+
+  CheckpointHeader newer_brain = mine;  // the robot started a new brain on another daemon
+  newer_brain.generation = 5;
+  newer_brain.cycle = 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << EncodeCheckpoint(newer_brain, snapshot);
+  hand_over(44);
+  EXPECT_EQ(cycle_on_disk(), 1u) << "a newer generation's file was overwritten by an older brain";
+  EXPECT_EQ(checkpointer.NewGeneration("car-7"), 6u) << "a new brain goes above the file's generation";
+}
+
+// `fresh` while the writer already holds a copy of the old brain (written to its temporary file,
+// not yet renamed): the copy is dropped at its last check, so the deleted file does not come back.
+TEST_F(CheckpointFormatTest, AFreshBrainsDiscardBeatsAWriteAlreadyUnderWay) {
+  const std::string dir = ::testing::TempDir() + "/checkpoint_fresh." + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const BrainSnapshot snapshot = *engine_->Snapshot(original_);
+  Checkpointer checkpointer(dir, 2, nullptr);
+  checkpointer.set_shape(FieldShape::Small());
+  checkpointer.Bind(original_, "car-7", Header(snapshot).resume_token_sha256, checkpointer.NewGeneration("car-7"));
+  checkpointer.HoldWritesBeforeRenameForTesting(true);
+  BrainSnapshot* buffer = checkpointer.Claim(original_);
+  ASSERT_NE(buffer, nullptr);
+  *buffer = snapshot;
+  checkpointer.Take(original_, buffer, true);
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (checkpointer.WritesHeldForTesting() == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_EQ(checkpointer.WritesHeldForTesting(), 1);
+  checkpointer.Discard("car-7");
+  checkpointer.HoldWritesBeforeRenameForTesting(false);
+  ASSERT_TRUE(checkpointer.Flush(absl::Seconds(10)));
+  EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir, "car-7"))) << "the old brain's copy came back";
+  EXPECT_EQ(checkpointer.written(), 0);
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "left behind: " << entry.path();
+  }
 }
 
 TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {
@@ -189,10 +254,10 @@ TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {
   EXPECT_FALSE(DecodeCheckpoint(header_flipped, FieldShape::Small()).ok());
   EXPECT_THAT(DecodeCheckpoint("a text file", FieldShape::Small()).status().message(), HasSubstr("not a fieldbrain"));
   std::string future = bytes;
-  future[8] = 2;
-  const absl::Status v2 = DecodeCheckpoint(future, FieldShape::Small()).status();
-  EXPECT_EQ(v2.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(v2.message(), HasSubstr("format version 2"));
+  future[8] = 3;
+  const absl::Status v3 = DecodeCheckpoint(future, FieldShape::Small()).status();
+  EXPECT_EQ(v3.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(v3.message(), HasSubstr("format version 3; this daemon reads versions 1 to 2"));
   const absl::Status shape = DecodeCheckpoint(bytes, FieldShape::Default()).status();
   EXPECT_EQ(shape.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(shape.message(), HasSubstr("field shape 32x16x16x16; this daemon runs 64x32x32x32"));
