@@ -46,7 +46,7 @@ class SessionTable {
   using SlotReleaser = absl::AnyInvocable<void(int slot)>;
 
   // `capacity`: brain slots in the engine. `metrics` (nullable, not owned) gets
-  // brain_sessions_active, brain_slots_total and brain_slots_used.
+  // brain_sessions_active, brain_slots_capacity and brain_slots_used.
   SessionTable(int capacity, absl::Duration idle_keep, SlotReleaser releaser,
                telemetry::Metrics* metrics = nullptr);
   SessionTable(const SessionTable&) = delete;

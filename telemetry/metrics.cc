@@ -126,7 +126,7 @@ Metrics::Metrics()
                            .Register(*registry_)
                            .Add({})),
       slots_total_(prometheus::BuildGauge()
-                       .Name("brain_slots_total")
+                       .Name("brain_slots_capacity")
                        .Help("Brain slots allocated at start (--max_robots): robots served at once")
                        .Register(*registry_)
                        .Add({})),

@@ -105,7 +105,7 @@ class Metrics final : public StageTimingSink {
   // brain_final_states_lost_total: a released brain whose final state was not copied.
   void RecordFinalStateLost(FinalStateLoss loss);
   void SetSessionsActive(int sessions);
-  // brain_slots_total (brain slots allocated at start) and brain_slots_used (slots held by live,
+  // brain_slots_capacity (brain slots allocated at start) and brain_slots_used (slots held by live,
   // kept and being-created brains): the capacity an autoscaler or an alert watches.
   void SetSlotsTotal(int slots);
   void SetSlotsUsed(int slots);

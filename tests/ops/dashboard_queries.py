@@ -44,7 +44,7 @@ CUDA_ONLY_NOTE = "CUDA engine only"
 # value above 0 somewhere, or the test did not exercise what the panel draws.
 DRIVEN = ["brain_cycles_total", "brain_cycle_duration_seconds", "brain_batch_size",
           "brain_queue_wait_seconds", "brain_stage_duration_seconds", "brain_sessions_active",
-          "brain_slots_used", "brain_slots_total", "brain_engine_healthy", "brain_pool_bytes",
+          "brain_slots_used", "brain_slots_capacity", "brain_engine_healthy", "brain_pool_bytes",
           "brain_hrr_operations_total", "brain_checkpoint_duration_seconds"]
 
 # Series that exist without observations: telemetry registers a histogram for every Stage, and

@@ -264,7 +264,7 @@ TEST(SessionTableMetricsTest, SlotGaugesFollowLiveKeptAndExpiredBrains) {
   telemetry::Metrics metrics;
   int next_slot = 0;
   SessionTable table(3, absl::Seconds(60), [](int) {}, &metrics);
-  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_total 3"));
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_capacity 3"));
   EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 0"));
   for (StreamId stream : {1, 2}) {
     const std::string id = "r" + std::to_string(stream);
@@ -284,7 +284,7 @@ TEST(SessionTableMetricsTest, SlotGaugesFollowLiveKeptAndExpiredBrains) {
   EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 2")) << "a reservation holds its slot";
   table.AbortCreate("r3", 3);
   EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 1"));
-  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_total 3"));
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_capacity 3"));
 }
 
 }  // namespace
