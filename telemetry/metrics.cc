@@ -120,6 +120,11 @@ Metrics::Metrics()
                                  .Help("Checkpoints replaced by a newer one of the same robot before being written")
                                  .Register(*registry_)
                                  .Add({})),
+      checkpoint_refused_files_(prometheus::BuildGauge()
+                                    .Name("brain_checkpoint_refused_files")
+                                    .Help("Damaged checkpoints set aside as <file>.refused in the checkpoint directory")
+                                    .Register(*registry_)
+                                    .Add({})),
       sessions_active_(prometheus::BuildGauge()
                            .Name("brain_sessions_active")
                            .Help("Robots with a live Cycle stream")
@@ -254,6 +259,10 @@ void Metrics::RecordCheckpointFailure(CheckpointFailure failure) {
 }
 
 void Metrics::RecordCheckpointCoalesced() { checkpoints_coalesced_.Increment(); }
+
+void Metrics::SetCheckpointRefusedFiles(int files) { checkpoint_refused_files_.Set(files); }
+
+void Metrics::AddCheckpointRefusedFile() { checkpoint_refused_files_.Increment(); }
 
 void Metrics::RecordFinalStateLost(FinalStateLoss loss) {
   const int l = static_cast<int>(loss);

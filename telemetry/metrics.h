@@ -102,6 +102,10 @@ class Metrics final : public StageTimingSink {
   void RecordCheckpointFailure(CheckpointFailure failure);
   // brain_checkpoints_coalesced_total: a robot's checkpoint replaced before it was written.
   void RecordCheckpointCoalesced();
+  // brain_checkpoint_refused_files: damaged checkpoints set aside as <file>.refused in the
+  // directory (at start, and each one set aside since).
+  void SetCheckpointRefusedFiles(int files);
+  void AddCheckpointRefusedFile();
   // brain_final_states_lost_total: a released brain whose final state was not copied.
   void RecordFinalStateLost(FinalStateLoss loss);
   void SetSessionsActive(int sessions);
@@ -141,6 +145,7 @@ class Metrics final : public StageTimingSink {
   prometheus::Histogram& checkpoint_duration_;
   prometheus::Counter& checkpoint_bytes_;
   prometheus::Counter& checkpoints_coalesced_;
+  prometheus::Gauge& checkpoint_refused_files_;
   std::array<prometheus::Counter*, static_cast<int>(CheckpointFailure::kCount)> checkpoint_failures_{};
   std::array<prometheus::Counter*, static_cast<int>(FinalStateLoss::kCount)> final_states_lost_{};
   prometheus::Gauge& sessions_active_;

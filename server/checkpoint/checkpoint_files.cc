@@ -1,13 +1,17 @@
 #include "server/checkpoint/checkpoint_files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -98,6 +102,39 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
   if (!tmp.ok()) return tmp.status();
   if (absl::Status s = RenameOver(*tmp, path); !s.ok()) return s;
   return SyncDirectoryOf(path);
+}
+
+int RemoveStaleTemporaryFiles(const std::string& dir) {
+  char host[256] = "host";
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string ours = absl::StrCat(".tmp.", host, ".");
+  const auto an_hour_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  int removed = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const size_t tmp = name.find(".ckpt.tmp.");
+    if (tmp == std::string::npos) continue;
+    bool stale = entry.last_write_time(error) < an_hour_ago && !error;
+    if (const size_t at = name.find(ours, tmp); !stale && at != std::string::npos) {
+      const std::string pid_text = name.substr(at + ours.size());
+      char* end = nullptr;
+      const long pid = std::strtol(pid_text.c_str(), &end, 10);
+      stale = end != pid_text.c_str() && *end == '\0' && pid > 0 && pid != ::getpid() &&
+              ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    }
+    if (stale && std::filesystem::remove(entry.path(), error)) ++removed;
+  }
+  return removed;
+}
+
+int CountRefusedFiles(const std::string& dir) {
+  int refused = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension() == ".refused") ++refused;
+  }
+  return refused;
 }
 
 DirectoryLock::DirectoryLock(const std::string& dir) {

@@ -43,6 +43,12 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
+// At start: removes temporary files that no write will finish, those of this host whose process is
+// gone (a killed daemon's) and any older than an hour (another host's); returns how many.
+int RemoveStaleTemporaryFiles(const std::string& dir);
+// Damaged checkpoints set aside as <file>.refused in `dir`.
+int CountRefusedFiles(const std::string& dir);
+
 // NotFound when there is no file; other errors say why it could not be read.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 

@@ -16,6 +16,11 @@ namespace fieldbrain::server {
 
 Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics)
     : dir_(std::move(dir)), metrics_(metrics), slots_(size_t(max_robots)) {
+  // Temporary files of killed daemons would otherwise pile up in the shared directory.
+  if (const int removed = RemoveStaleTemporaryFiles(dir_); removed > 0) {
+    LogInfo("checkpoints: removed ", removed, " temporary files of daemons that are gone");
+  }
+  if (metrics_ != nullptr) metrics_->SetCheckpointRefusedFiles(CountRefusedFiles(dir_));
   writer_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -129,7 +134,9 @@ absl::StatusOr<DecodedCheckpoint> Checkpointer::Load(const std::string& robot_id
   }
   if (!decoded.ok()) {
     if (metrics_ != nullptr) metrics_->RecordCheckpointFailure(telemetry::CheckpointFailure::kCorrupt);
-    std::rename(path.c_str(), (path + ".refused").c_str());
+    if (std::rename(path.c_str(), (path + ".refused").c_str()) == 0 && metrics_ != nullptr) {
+      metrics_->AddCheckpointRefusedFile();
+    }
     LogWarning("checkpoint of robot_id \"", robot_id, "\" refused (", path, ".refused): ", decoded.status().message(),
                "; the robot gets a new brain");
     return absl::DataLossError(absl::StrCat("its checkpoint was refused: ", decoded.status().message()));

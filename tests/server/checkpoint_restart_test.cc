@@ -5,6 +5,9 @@
 // and a metric; a disk that fails is counted and never stops cycles.
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utime.h>
+
+#include <ctime>
 
 #include <cmath>
 #include <cstdio>
@@ -505,6 +508,33 @@ TEST_F(CheckpointRestartTest, ADamagedCheckpointGivesANewBrainALogLineAndAMetric
   EXPECT_THAT(server->metrics().Scrape(), HasSubstr("brain_checkpoint_failures_total{reason=\"corrupt\"} 1"));
   struct stat info {};
   EXPECT_EQ(::stat((CheckpointPath(dir_, "dented") + ".refused").c_str(), &info), 0) << "set aside, not retried";
+  EXPECT_THAT(server->metrics().Scrape(), HasSubstr("brain_checkpoint_refused_files 1"));
+  server.reset();
+  server = Start(dir_);
+  EXPECT_THAT(server->metrics().Scrape(), HasSubstr("brain_checkpoint_refused_files 1")) << "counted at start";
+}
+
+// Temporary files a killed daemon left (its pid is gone) and any older than an hour are removed
+// when a daemon starts on the directory; a live process's are not.
+TEST_F(CheckpointRestartTest, TemporaryFilesOfDaemonsThatAreGoneAreRemovedAtStart) {
+  char host[256] = "host";
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string base = CheckpointPath(dir_, "orphan");
+  // A pid that is not running: the highest pid the kernel hands out, plus one.
+  const std::string dead = base + ".tmp." + host + ".4194305";
+  const std::string alive = base + ".tmp." + host + "." + std::to_string(::getppid());
+  const std::string old_elsewhere = base + ".tmp.another-host.12";
+  const std::string recent_elsewhere = CheckpointPath(dir_, "orphan-2") + ".tmp.another-host.12";
+  for (const std::string& f : {dead, alive, old_elsewhere, recent_elsewhere}) std::ofstream(f) << "half a brain";
+  const std::time_t two_hours_ago = std::time(nullptr) - 7200;
+  struct utimbuf times {two_hours_ago, two_hours_ago};
+  ASSERT_EQ(::utime(old_elsewhere.c_str(), &times), 0);
+  std::unique_ptr<BrainServer> server = Start(dir_);
+  struct stat info {};
+  EXPECT_NE(::stat(dead.c_str(), &info), 0) << "a killed daemon's temporary file stays";
+  EXPECT_NE(::stat(old_elsewhere.c_str(), &info), 0) << "an hour-old temporary file stays";
+  EXPECT_EQ(::stat(alive.c_str(), &info), 0) << "a live process's temporary file was removed";
+  EXPECT_EQ(::stat(recent_elsewhere.c_str(), &info), 0) << "another host's recent temporary file was removed";
 }
 
 TEST_F(CheckpointRestartTest, ADiskThatFailsIsCountedAndNeverStopsCycles) {
