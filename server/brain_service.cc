@@ -10,7 +10,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-BrainService::BrainService(ServiceDeps deps) : deps_(std::move(deps)) {}
+BrainService::BrainService(ServiceDeps deps)
+    : deps_(std::move(deps)),
+      // Buckets for a few times the robots served at once (robots come and go), past which full
+      // ones are dropped.
+      rate_limits_(deps_.max_frame_hz, deps_.frame_burst, 4 * int(deps_.limits.max_robots()) + 16) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BrainService::Cycle(
     grpc::CallbackServerContext* context) {

@@ -18,6 +18,7 @@
 #include "server/checkpoint/checkpointer.h"
 #include "server/batch_scheduler.h"
 #include "server/session_table.h"
+#include "server/frame_rate_limits.h"
 #include "server/stream_registry.h"
 #include "telemetry/metrics.h"
 
@@ -64,11 +65,14 @@ class BrainService final
 
   const ServiceDeps& deps() const { return deps_; }
   StreamRegistry& registry() { return registry_; }
+  // Every robot's frame-rate limit, kept across its streams.
+  FrameRateLimits& rate_limits() { return rate_limits_; }
   void FillFieldShape(brain::v1::FieldShape* field) const;
 
  private:
   const ServiceDeps deps_;
   StreamRegistry registry_;
+  FrameRateLimits rate_limits_;
   std::atomic<bool> shutting_down_{false};
   mutable absl::Mutex failure_mu_;
   std::optional<grpc::Status> engine_failure_ ABSL_GUARDED_BY(failure_mu_);

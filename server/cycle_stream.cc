@@ -54,8 +54,7 @@ CycleStream::CycleStream(BrainService* service, StreamId id, std::string authori
     : service_(service),
       id_(id),
       authorization_(std::move(authorization)),
-      robot_id_header_(std::move(robot_id_header)),
-      rate_limit_(service->deps().max_frame_hz, service->deps().frame_burst) {
+      robot_id_header_(std::move(robot_id_header)) {
   service_->registry().Add(this);
   const int open = service_->registry().size();
   const int max_open = MaxOpenStreams(service_->deps().limits.max_robots());
@@ -314,17 +313,19 @@ void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {
   const ServiceDeps& deps = service_->deps();
   int sensor_count;
   int slot;
+  const std::string* robot_id;  // fixed once the Hello attached the stream, before any frame
   {
     absl::MutexLock lock(&mu_);
     sensor_count = sensor_count_;
     slot = slot_;
+    robot_id = &robot_id_;
     if (shutting_down_) {
       AnswerHereLocked(frame.seq(), brain::v1::SHUTTING_DOWN, kShuttingDown, arrival);
       EndHandlingLocked();
       return;
     }
   }
-  if (!rate_limit_.TryTake(arrival)) {
+  if (!service_->rate_limits().TryTake(*robot_id, arrival)) {
     if (deps.metrics != nullptr) deps.metrics->RecordRejected(telemetry::RejectReason::kRateLimited);
     absl::MutexLock lock(&mu_);
     AnswerHereLocked(frame.seq(), brain::v1::RATE_LIMITED,

@@ -36,7 +36,6 @@
 #include "server/checkpoint/checkpointer.h"
 #include "server/frame_sink.h"
 #include "server/session_table.h"
-#include "server/token_bucket.h"
 
 namespace fieldbrain::server {
 
@@ -126,8 +125,6 @@ class CycleStream final
   grpc::ByteBuffer request_bytes_;
   brain::v1::CycleRequest request_;
   uint64_t requests_read_ = 0;
-  // The robot's frame-rate limit; the read path only.
-  TokenBucket rate_limit_;
 
   absl::Mutex mu_;
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kHello;

@@ -1,6 +1,7 @@
 // TokenBucket: a robot's frame-rate limit. Up to `burst` frames may arrive at once, and on average
 // `rate_hz` per second after that; a frame beyond it is refused (the stream answers it
-// RATE_LIMITED, not run). A rate of 0 means no limit. Used by one thread (a stream's read path).
+// RATE_LIMITED, not run). A rate of 0 means no limit. Not thread-safe (FrameRateLimits holds
+// every robot's, under its lock).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,13 @@ class TokenBucket {
   using Clock = std::chrono::steady_clock;
 
   TokenBucket(double rate_hz, double burst) : rate_hz_(rate_hz), burst_(std::max(burst, 1.0)), tokens_(burst_) {}
+
+  // Whether the bucket has refilled to its burst by `now` (it then holds nothing a new one would
+  // not).
+  bool FullAt(Clock::time_point now) const {
+    if (rate_hz_ <= 0 || last_ == Clock::time_point{}) return true;
+    return tokens_ + std::chrono::duration<double>(now - last_).count() * rate_hz_ >= burst_;
+  }
 
   // Takes one frame's token at `now`; false when there is none.
   bool TryTake(Clock::time_point now) {

@@ -268,6 +268,35 @@ TEST_F(BrainServiceTest, FramesBeyondTheRateLimitAreRateLimitedAndNotRun) {
   EXPECT_THAT(metrics, HasSubstr("brain_frames_rejected_total{reason=\"rate_limited\"} " + std::to_string(limited)));
 }
 
+// The limit is the robot's, not its stream's: reconnecting does not refill the burst.
+TEST_F(BrainServiceTest, ReconnectingDoesNotRefillTheRateLimit) {
+  server_.reset();
+  ServerConfig config = TestServerConfig();
+  config.max_frame_hz = 1;
+  config.frame_burst = 3;
+  StartServer(config);
+  std::string token;
+  {
+    RawStream s(stub_.get());
+    std::optional<brain::v1::Welcome> w = s.Open(MakeHello("eager"));
+    ASSERT_TRUE(w.has_value());
+    token = w->resume_token();
+    int ok = 0;
+    for (int i = 1; i <= 6; ++i) ok += s.Step(FrameRequest(uint64_t(i), kGood))->status() == brain::v1::OK;
+    EXPECT_GE(ok, 3);
+    EXPECT_TRUE(s.Close().ok());
+  }
+  RawStream again(stub_.get());
+  brain::v1::Hello hello = MakeHello("eager");
+  hello.set_resume_token(token);
+  ASSERT_TRUE(again.Open(hello).has_value());
+  int ok = 0;
+  for (int i = 7; i <= 11; ++i) ok += again.Step(FrameRequest(uint64_t(i), kGood))->status() == brain::v1::OK;
+  // A fresh bucket would pass its burst of 3; the robot's own refills 1 a second, so fewer pass
+  // unless the reconnect took over two seconds.
+  EXPECT_LT(ok, 3) << "the reconnect refilled the burst";
+}
+
 // The Cycle method as bytes, to send what no generated client can: messages that do not parse.
 class BytesStream {
  public:
