@@ -3,8 +3,9 @@
 // With no tokens file the server is open (anyone who reaches the port). With one, every Cycle
 // stream and Memory call must carry the metadata "authorization: Bearer <token>" of a token in
 // the file: none or an unknown one is UNAUTHENTICATED; a robot id (or space) the token does not
-// cover is PERMISSION_DENIED. The file is re-read on SIGHUP (Reload) without dropping streams; a
-// file that does not parse is refused and the old table stays.
+// cover is PERMISSION_DENIED. The file is re-read on SIGHUP (Load again): the server then ends the
+// live streams a token no longer covers (BrainServer::ReloadTokens); a file that does not parse is
+// refused and the old table stays.
 //
 // Tokens file, one token per line ('#' starts a comment):
 //   <token> robots=<pattern>[,<pattern>...] spaces=<pattern>[,<pattern>...]

@@ -239,7 +239,11 @@ int BrainServer::open_streams() const { return service_ != nullptr ? service_->r
 
 absl::Status BrainServer::ReloadTokens() {
   if (config_.tokens_file.empty()) return absl::FailedPreconditionError("no --tokens_file to reload");
-  return access_.Load(config_.tokens_file);
+  if (absl::Status s = access_.Load(config_.tokens_file); !s.ok()) return s;
+  // A revoked token's live streams end now; its Memory calls are refused from here on (each call
+  // is checked against the table in use).
+  if (service_ != nullptr) service_->RecheckAccess();
+  return absl::OkStatus();
 }
 
 int BrainServer::metrics_port() const { return exposer_ != nullptr ? exposer_->port() : 0; }

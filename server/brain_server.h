@@ -69,8 +69,10 @@ class BrainServer {
   int open_streams() const;                          // Cycle streams not yet ended
   // Set once the device context was lost: the process must stop (exit kExitDeviceLost).
   std::optional<absl::Status> device_lost() const;
-  // Re-reads --tokens_file (on SIGHUP). Live streams keep running; a file that does not parse is
-  // refused and the tokens in use stay. No effect without --tokens_file.
+  // Re-reads --tokens_file (on SIGHUP). Live streams whose token still covers their robot keep
+  // running; the others end (UNAUTHENTICATED, or PERMISSION_DENIED for a token that no longer
+  // names the robot). A file that does not parse is refused and the tokens in use stay. No
+  // effect without --tokens_file.
   absl::Status ReloadTokens();
 
  private:

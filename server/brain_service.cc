@@ -57,6 +57,10 @@ void BrainService::EngineFailed(const absl::Status& failure) {
   registry_.ForEachLive([&status](CycleStream& stream) { stream.EndWith(status); });
 }
 
+void BrainService::RecheckAccess() {
+  registry_.ForEachLive([](CycleStream& stream) { stream.RecheckAccess(); });
+}
+
 std::optional<grpc::Status> BrainService::engine_failure() const {
   absl::MutexLock lock(&failure_mu_);
   return engine_failure_;

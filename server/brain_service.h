@@ -60,6 +60,8 @@ class BrainService final
   // The engine has latched `failure`: robots must go to another server. New streams and live
   // ones end with UNAVAILABLE (live ones after writing what they owe). Idempotent.
   void EngineFailed(const absl::Status& failure);
+  // After a reload of the tokens file: live streams whose token no longer covers their robot end.
+  void RecheckAccess();
   // Set (and fixed) once EngineFailed ran; what streams are ended with.
   std::optional<grpc::Status> engine_failure() const;
 

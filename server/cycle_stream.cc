@@ -429,6 +429,19 @@ void CycleStream::EndWith(const grpc::Status& status) {
   MaybeFinishLocked();
 }
 
+void CycleStream::RecheckAccess() {
+  const AccessControl* access = service_->deps().access;
+  if (access == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  if (!attached_ || finish_wanted_) return;
+  if (absl::Status s = access->CheckRobot(authorization_, robot_id_); !s.ok()) {
+    RequestFinishLocked(grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                                     absl::StrCat("access revoked by a reload of the tokens file: ", s.message())),
+                        false);
+    MaybeFinishLocked();
+  }
+}
+
 void CycleStream::ExpireIfSilent(absl::Time now, absl::Duration hello_limit, absl::Duration frame_limit) {
   absl::MutexLock lock(&mu_);
   if (handling_ || finish_wanted_) return;

@@ -66,6 +66,10 @@ class CycleStream final
   void BeginShutdown();
   // Stop reading, write what is owed, end with `status` (the engine failed).
   void EndWith(const grpc::Status& status);
+  // After the tokens file was reloaded: a stream whose token no longer covers its robot ends
+  // (UNAUTHENTICATED for a token gone from the file, PERMISSION_DENIED for one that no longer
+  // names the robot).
+  void RecheckAccess();
 
   // Ends the stream with DEADLINE_EXCEEDED when it is silent at `now`:
   //  - open for `hello_limit` without a Hello: a connection that never says who it is must not

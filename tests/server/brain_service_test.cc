@@ -361,7 +361,7 @@ TEST_F(BrainServiceTest, AnUndecodableMessageIsInvalidArgumentFirstOrLater) {
 
 TEST_F(BrainServiceTest, WithATokensFileOnlyACoveringTokenDrivesARobot) {
   const std::string tokens = ::testing::TempDir() + "/brain_service_tokens." + std::to_string(::getpid());
-  std::ofstream(tokens) << "fleet-token-0123456789 robots=car-*\n";
+  std::ofstream(tokens) << "fleet-token-0123456789 robots=car-*\nspare-token-0123456789 robots=car-9\n";
   server_.reset();
   ServerConfig config = TestServerConfig();
   config.tokens_file = tokens;
@@ -390,15 +390,26 @@ TEST_F(BrainServiceTest, WithATokensFileOnlyACoveringTokenDrivesARobot) {
   std::optional<MotorFrame> m = ok.Step(FrameRequest(1, kGood));
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->status(), brain::v1::OK);
-  // A reload that takes car-* away does not drop the live stream; the next Hello is refused.
-  std::ofstream(tokens) << "fleet-token-0123456789 robots=arm-*\n";
+  RawStream spare(stub_.get(), absl::Seconds(60), "spare-token-0123456789");
+  ASSERT_TRUE(spare.Open(MakeHello("car-9")).has_value());
+  // A reload that takes car-* away from the fleet token ends its live stream at once
+  // (PERMISSION_DENIED); a stream whose token still covers its robot runs on; the next Hello is
+  // refused.
+  std::ofstream(tokens) << "fleet-token-0123456789 robots=arm-*\nspare-token-0123456789 robots=car-9\n";
   ASSERT_TRUE(server_->ReloadTokens().ok());
-  m = ok.Step(FrameRequest(2, kGood));
+  const grpc::Status revoked = ok.Finish();
+  EXPECT_EQ(revoked.error_code(), grpc::StatusCode::PERMISSION_DENIED) << revoked.error_message();
+  EXPECT_THAT(revoked.error_message(), HasSubstr("access revoked by a reload of the tokens file"));
+  m = spare.Step(FrameRequest(1, kGood));
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->status(), brain::v1::OK);
   RawStream refused(stub_.get(), absl::Seconds(60), "fleet-token-0123456789");
   EXPECT_FALSE(refused.Open(MakeHello("car-2")).has_value());
   EXPECT_EQ(refused.Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // A token taken out of the file altogether: its stream ends UNAUTHENTICATED.
+  std::ofstream(tokens) << "fleet-token-0123456789 robots=arm-*\n";
+  ASSERT_TRUE(server_->ReloadTokens().ok());
+  EXPECT_EQ(spare.Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   std::remove(tokens.c_str());
 }
 
