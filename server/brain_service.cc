@@ -4,6 +4,13 @@
 #include "server/cycle_stream.h"
 
 namespace fieldbrain::server {
+namespace {
+
+// Hellos admitted at once: each may read a checkpoint or wait (up to 2 s) for a released brain to
+// reach disk; Hellos are rare next to frames.
+constexpr int kAdmissionThreads = 4;
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -14,7 +21,8 @@ BrainService::BrainService(ServiceDeps deps)
     : deps_(std::move(deps)),
       // Buckets for a few times the robots served at once (robots come and go), past which full
       // ones are dropped.
-      rate_limits_(deps_.max_frame_hz, deps_.frame_burst, 4 * int(deps_.limits.max_robots()) + 16) {}
+      rate_limits_(deps_.max_frame_hz, deps_.frame_burst, 4 * int(deps_.limits.max_robots()) + 16),
+      admission_(kAdmissionThreads) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BrainService::Cycle(
     grpc::CallbackServerContext* context) {

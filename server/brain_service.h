@@ -13,29 +13,16 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "brain/v1/brain.grpc.pb.h"
-#include "server/access_control.h"
 #include "server/call_metadata.h"
-#include "server/checkpoint/checkpointer.h"
-#include "server/batch_scheduler.h"
-#include "server/session_table.h"
 #include "server/frame_rate_limits.h"
+#include "server/hello_admission.h"
+#include "server/service_deps.h"
 #include "server/stream_registry.h"
 #include "telemetry/metrics.h"
 
 namespace fieldbrain::server {
 
 // What the service works with; all owned elsewhere and outliving the service.
-struct ServiceDeps {
-  SessionTable* sessions = nullptr;
-  BatchScheduler* scheduler = nullptr;
-  telemetry::Metrics* metrics = nullptr;  // nullable
-  brain::v1::ServerLimits limits;
-  int max_frame_hz = 0;  // per robot; 0 = no limit (server_config.h)
-  int frame_burst = 1;
-  const AccessControl* access = nullptr;  // who may drive which robot; not owned
-  Checkpointer* checkpointer = nullptr;   // nullable: no --checkpoint_dir
-  std::string version;
-};
 
 // Cycle is a raw (bytes) method so that CycleStream parses requests itself (cycle_stream.h).
 class BrainService final
@@ -69,12 +56,15 @@ class BrainService final
   StreamRegistry& registry() { return registry_; }
   // Every robot's frame-rate limit, kept across its streams.
   FrameRateLimits& rate_limits() { return rate_limits_; }
+  // Where Hellos are admitted, off the gRPC threads.
+  HelloAdmission& admission() { return admission_; }
   void FillFieldShape(brain::v1::FieldShape* field) const;
 
  private:
   const ServiceDeps deps_;
   StreamRegistry registry_;
   FrameRateLimits rate_limits_;
+  HelloAdmission admission_;
   std::atomic<bool> shutting_down_{false};
   mutable absl::Mutex failure_mu_;
   std::optional<grpc::Status> engine_failure_ ABSL_GUARDED_BY(failure_mu_);

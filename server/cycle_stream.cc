@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/brain_service.h"
@@ -16,8 +17,6 @@
 namespace fieldbrain::server {
 namespace {
 
-// How long a Hello waits for a just-released brain of its robot to reach the disk.
-constexpr absl::Duration kAwaitSavedTimeout = absl::Seconds(2);
 constexpr char kShuttingDown[] = "server is shutting down";
 
 // Open Cycle streams allowed at once: every robot slot, room for each robot to reconnect while
@@ -178,24 +177,31 @@ void CycleStream::HandleHello() {
     fail(*failure);
     return;
   }
-  const std::string& robot_id = hello.profile().robot_id();
-  absl::StatusOr<std::optional<RestorableBrain>> found = BrainOnDisk(hello);
-  if (!found.ok()) {
-    fail(ToGrpcStatus(found.status()));
+  // The rest may read a checkpoint from disk: off this gRPC thread. The hold keeps the stream until
+  // OnAdmitted has run; request_ (the Hello) is not read over meanwhile (read_busy_ stays set).
+  {
+    absl::MutexLock lock(&mu_);
+    ++holds_;
+  }
+  service_->admission().Admit(deps, hello, id_,
+                              [this](absl::StatusOr<Admission> admission) { OnAdmitted(std::move(admission)); });
+}
+
+void CycleStream::OnAdmitted(absl::StatusOr<Admission> admission) {
+  absl::Cleanup release = [this] { Release(); };
+  if (!admission.ok()) {
+    absl::MutexLock lock(&mu_);
+    read_busy_ = false;
+    handling_ = false;
+    RequestFinishLocked(ToGrpcStatus(admission.status()), true);
+    MaybeFinishLocked();
     return;
   }
-  std::optional<RestorableBrain> restorable = *std::move(found);
-  absl::StatusOr<SessionGrant> grant = restorable.has_value()
-                                           ? deps.sessions->AttachRestored(hello, id_, restorable->seed)
-                                           : deps.sessions->Attach(hello, id_, absl::Now());
-  if (!grant.ok()) {
-    fail(ToGrpcStatus(grant.status()));
-    return;
-  }
-  // A fresh brain replaces a kept one: its checkpoint goes too.
-  if (deps.checkpointer != nullptr && hello.fresh()) deps.checkpointer->Discard(robot_id);
+  const ServiceDeps& deps = service_->deps();
+  const brain::v1::Hello& hello = request_.hello();
+  SessionGrant& grant = admission->grant;
   BrainSpec spec;
-  spec.seed = grant->seed;
+  spec.seed = grant.seed;
   spec.sensor_count = static_cast<int>(hello.profile().sensor_count());
   spec.motor_count = static_cast<int>(hello.profile().motor_count());
   {
@@ -206,10 +212,10 @@ void CycleStream::HandleHello() {
     motor_count_ = spec.motor_count;
     read_busy_ = false;  // request_ is no longer needed
     handling_ = false;   // from here on, outstanding_ holds back the end until the Welcome
-    if (!grant->needs_brain()) {
-      slot_ = grant->slot;
+    if (!grant.needs_brain()) {
+      slot_ = grant.slot;
       phase_ = Phase::kRunning;
-      if (!drop_answers_) QueueWelcomeLocked(*grant, deps.scheduler->brain_cycle(slot_));
+      if (!drop_answers_) QueueWelcomeLocked(grant, deps.scheduler->brain_cycle(slot_));
       MaybeReadLocked();
       MaybeFinishLocked();
       return;
@@ -218,17 +224,11 @@ void CycleStream::HandleHello() {
     ++outstanding_;
     ++holds_;
   }
-  // A resumed brain keeps its generation; a new one (first, fresh, or after an expiry) gets the
-  // next (after Discard above, which moved the robot's generation on from the old brain's).
-  uint64_t generation = 0;
-  if (deps.checkpointer != nullptr) {
-    generation = restorable.has_value() ? restorable->generation : deps.checkpointer->NewGeneration(robot_id);
-  }
-  auto created = [this, g = *std::move(grant), generation](absl::StatusOr<int> slot) mutable {
+  auto created = [this, g = std::move(grant), generation = admission->generation](absl::StatusOr<int> slot) mutable {
     OnBrainCreated(std::move(g), generation, std::move(slot));
   };
-  if (restorable.has_value()) {
-    deps.scheduler->CreateBrainFrom(spec, std::move(restorable->snapshot), std::move(created));
+  if (admission->restore.has_value()) {
+    deps.scheduler->CreateBrainFrom(spec, std::move(admission->restore->snapshot), std::move(created));
   } else {
     deps.scheduler->CreateBrain(spec, std::move(created));
   }
@@ -268,44 +268,6 @@ void CycleStream::OnBrainCreated(SessionGrant grant, uint64_t generation, absl::
     MaybeFinishLocked();
   }
   Release();
-}
-
-absl::StatusOr<std::optional<RestorableBrain>> CycleStream::BrainOnDisk(const brain::v1::Hello& hello) {
-  const ServiceDeps& deps = service_->deps();
-  if (deps.checkpointer == nullptr) return std::nullopt;
-  const std::string& robot_id = hello.profile().robot_id();
-  if (!deps.sessions->Knows(robot_id)) {
-    // A brain just released may still be on its way to disk (its final copy waiting for a buffer,
-    // or queued at the writer): the file is the newest copy only once it has landed.
-    if (!hello.fresh() && !deps.checkpointer->AwaitSaved(robot_id, kAwaitSavedTimeout)) {
-      return absl::UnavailableError(absl::StrCat("the brain of robot_id \"", robot_id,
-                                                 "\" is still being saved from its last session; retry shortly"));
-    }
-    return deps.checkpointer->ForHello(hello);
-  }
-  // Daemons behind one proxy share the checkpoints, so a kept copy may be behind the robot's file:
-  // the robot ran on another daemon since (a higher cycle), or started afresh there (the Hello's
-  // token is the file's, not the copy's). An expired copy, not yet reaped, gives way to a file that
-  // holds at least as much.
-  const std::optional<SessionTable::KeptBrain> kept =
-      deps.sessions->Kept(robot_id, hello.resume_token(), absl::Now());
-  if (!kept.has_value() || hello.fresh()) return std::nullopt;
-  const uint64_t kept_cycle = deps.scheduler->brain_cycle(kept->slot);
-  if (kept->token_matches) {
-    const std::optional<uint64_t> on_disk = deps.checkpointer->CycleOnDisk(robot_id);
-    if (!on_disk.has_value() || *on_disk < kept_cycle || (*on_disk == kept_cycle && !kept->expired)) {
-      return std::nullopt;
-    }
-  }
-  absl::StatusOr<std::optional<RestorableBrain>> newer = deps.checkpointer->ForHello(hello);
-  // Refused or not this token's: the kept copy answers the Hello (its token check says why).
-  if (!newer.ok() || !newer->has_value()) return std::nullopt;
-  // The copy's release must write nothing over the newer file: unbound before the slot goes.
-  const bool dropped = deps.sessions->DropKept(robot_id, [&] { deps.checkpointer->Forget(robot_id); });
-  if (!dropped && deps.sessions->Knows(robot_id)) return std::nullopt;  // it was resumed meanwhile
-  LogInfo("robot_id \"", robot_id, "\": its kept brain (cycle ", kept_cycle, ") gives way to its checkpoint (cycle ",
-          (*newer)->snapshot->state.cycle, ")");
-  return newer;
 }
 
 void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "brain/v1/brain.grpc.pb.h"
 #include "server/checkpoint/checkpointer.h"
+#include "server/hello_admission.h"
 #include "server/frame_sink.h"
 #include "server/session_table.h"
 
@@ -92,10 +93,9 @@ class CycleStream final
   ~CycleStream() override = default;  // only through Release
 
   void HandleHello();
-  // The brain a Hello gets from disk (checkpointer.h): for a robot the table does not know (a
-  // restarted daemon, or a robot another daemon served), and for one whose kept brain is older
-  // than its checkpoint (it ran on another daemon since), which then replaces the kept one.
-  absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const brain::v1::Hello& hello);
+  // The Hello's admission (hello_admission.h), on an admission thread: the Welcome, or a brain
+  // to create first, or the stream's end.
+  void OnAdmitted(absl::StatusOr<Admission> admission);
   void HandleFrame(const brain::v1::SensorFrame& frame);
   void OnBrainCreated(SessionGrant grant, uint64_t generation, absl::StatusOr<int> slot);
 

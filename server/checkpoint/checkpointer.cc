@@ -110,6 +110,13 @@ void Checkpointer::Discard(const std::string& robot_id) {
 }
 
 absl::StatusOr<DecodedCheckpoint> Checkpointer::Load(const std::string& robot_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++held_reads_;
+    auto go = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !hold_reads_ || stopping_; };
+    mu_.Await(absl::Condition(&go));
+    --held_reads_;
+  }
   const std::string path = CheckpointPath(dir_, robot_id);
   absl::StatusOr<std::string> bytes = ReadWholeFile(path);
   if (!bytes.ok()) return bytes.status();
@@ -268,6 +275,16 @@ void Checkpointer::HoldWritesBeforeRenameForTesting(bool hold) {
   hold_before_rename_ = hold;
 }
 
+void Checkpointer::HoldReadsForTesting(bool hold) {
+  absl::MutexLock lock(&mu_);
+  hold_reads_ = hold;
+}
+
+int Checkpointer::ReadsHeldForTesting() const {
+  absl::MutexLock lock(&mu_);
+  return held_reads_;
+}
+
 int Checkpointer::WritesHeldForTesting() const {
   absl::MutexLock lock(&mu_);
   return held_before_rename_;
@@ -275,7 +292,14 @@ int Checkpointer::WritesHeldForTesting() const {
 
 bool Checkpointer::Flush(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.empty() && writing_ == 0; };
+  // Writes that failed and wait for their retry count as done (failed): a dead disk must not hold
+  // a flush for its whole timeout.
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ != 0) return false;
+    for (const auto& [robot_id, job] : pending_)
+      if (job.not_before == absl::InfinitePast()) return false;
+    return true;
+  };
   return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
 }
 

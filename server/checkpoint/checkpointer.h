@@ -105,7 +105,8 @@ class Checkpointer final : public SnapshotSink {
   void Take(int slot, BrainSnapshot* buffer, bool copied) override;
   void Released(int slot) override;
 
-  // Waits until every pending checkpoint is written (or failed) or `timeout` passes; false then.
+  // Waits until every pending checkpoint is written or has failed (a failed one waiting for its
+  // retry counts), or `timeout` passes; false then.
   bool Flush(absl::Duration timeout);
 
   // SHA-256 of a resume token, as checkpoints store it; and whether `token` is the one `header`
@@ -122,6 +123,10 @@ class Checkpointer final : public SnapshotSink {
   // Testing only: while set, a write waits after its temporary file is written and before its last
   // check and rename (a copy held at the writer); WritesHeldForTesting counts those waiting.
   void HoldWritesBeforeRenameForTesting(bool hold);
+  // Testing only: while set, Load waits before it reads the file (a slow disk under a Hello);
+  // ReadsHeldForTesting counts those waiting.
+  void HoldReadsForTesting(bool hold);
+  int ReadsHeldForTesting() const;
   int WritesHeldForTesting() const;
 
  private:
@@ -169,6 +174,8 @@ class Checkpointer final : public SnapshotSink {
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool hold_before_rename_ ABSL_GUARDED_BY(mu_) = false;
   int held_before_rename_ ABSL_GUARDED_BY(mu_) = 0;
+  bool hold_reads_ ABSL_GUARDED_BY(mu_) = false;
+  int held_reads_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;

@@ -9,7 +9,9 @@
 
 #include <ctime>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -494,6 +496,50 @@ TEST_F(CheckpointRestartTest, ACheckpointOfAnotherShapeRefusesTheHelloAndStays) 
   ASSERT_TRUE(w.has_value());
   EXPECT_FALSE(w->resumed());
   EXPECT_EQ(::stat(path.c_str(), &info), -1) << "fresh discards it";
+}
+
+// Hellos whose checkpoint reads are held (a slow shared volume in a failover wave) wait on the
+// admission threads, never on gRPC's: a live robot keeps getting answers meanwhile, and the held
+// robots resume their brains once the reads go on.
+TEST_F(CheckpointRestartTest, HellosWaitingOnTheDiskDoNotHoldUpLiveRobots) {
+  constexpr int kWave = 8;
+  std::vector<std::string> tokens;
+  {
+    std::unique_ptr<BrainServer> first = Start(dir_, /*every=*/1000, kWave);
+    auto stub = StubOf(*first);
+    for (int r = 0; r < kWave; ++r) {
+      RawStream s(stub.get());
+      std::optional<Welcome> w = s.Open(HelloOf("wave-" + std::to_string(r)));
+      ASSERT_TRUE(w.has_value());
+      tokens.push_back(w->resume_token());
+      ASSERT_TRUE(s.Step(Frame(1)).has_value());
+    }
+    first->Shutdown();
+  }
+  std::unique_ptr<BrainServer> server = Start(dir_, /*every=*/1000, kWave + 1);
+  auto stub = StubOf(*server);
+  RawStream steady(stub.get());
+  ASSERT_TRUE(steady.Open(HelloOf("steady")).has_value());
+  server->checkpointer()->HoldReadsForTesting(true);
+  std::vector<std::thread> wave;
+  std::atomic<int> resumed{0};
+  for (int r = 0; r < kWave; ++r) {
+    wave.emplace_back([&, r] {
+      RawStream s(stub.get());
+      std::optional<Welcome> w = s.Open(HelloOf("wave-" + std::to_string(r), tokens[size_t(r)]));
+      if (w.has_value() && w->resumed() && w->cycle() == 1) resumed.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(Eventually([&] { return server->checkpointer()->ReadsHeldForTesting() >= 1; }));
+  for (int t = 1; t <= 20; ++t) {
+    std::optional<MotorFrame> m = steady.Step(Frame(t));
+    ASSERT_TRUE(m.has_value()) << "frame " << t;
+    EXPECT_EQ(m->status(), brain::v1::OK);
+  }
+  EXPECT_EQ(resumed.load(), 0) << "a held read answered";
+  server->checkpointer()->HoldReadsForTesting(false);
+  for (std::thread& t : wave) t.join();
+  EXPECT_EQ(resumed.load(), kWave);
 }
 
 TEST_F(CheckpointRestartTest, ADamagedCheckpointGivesANewBrainALogLineAndAMetric) {
