@@ -243,6 +243,7 @@ void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
   if (auto it = pending_.find(binding.robot_id); it != pending_.end()) {
     FreeLocked(it->second.snapshot);  // replaced before it was written
     it->second = std::move(job);
+    ++coalesced_;
     if (metrics_ != nullptr) metrics_->RecordCheckpointCoalesced();
   } else {
     pending_.emplace(binding.robot_id, std::move(job));
@@ -306,6 +307,11 @@ bool Checkpointer::Flush(absl::Duration timeout) {
 int64_t Checkpointer::written() const {
   absl::MutexLock lock(&mu_);
   return written_;
+}
+
+int64_t Checkpointer::coalesced() const {
+  absl::MutexLock lock(&mu_);
+  return coalesced_;
 }
 
 int64_t Checkpointer::failures() const {

@@ -116,6 +116,7 @@ class Checkpointer final : public SnapshotSink {
 
   int64_t written() const;
   int64_t failures() const;
+  int64_t coalesced() const;  // copies replaced by a newer one of their robot before being written
 
   // Testing only: while paused, the writer takes no job (pending copies hold their buffers), so a
   // test can fix the order of events. The destructor writes what is pending regardless.
@@ -179,6 +180,7 @@ class Checkpointer final : public SnapshotSink {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t coalesced_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread writer_;
 };
 

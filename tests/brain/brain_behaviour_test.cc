@@ -184,6 +184,8 @@ TEST(BrainBehaviour, PredictionErrorHalvesOnAnInPhasePeriodicInput) {
 struct BanditRun {
   float late = 0;        // mean reward over cycles 1300-1500
   float after_flip = 0;  // over cycles 2000-2050 (when the wanted signs flip at 2000)
+  float recovering = 0;  // over cycles 2050-2250
+  float flip_window = 0;  // over cycles 2000-2250, the window this test first measured
   float relearned = 0;   // over cycles 3500-4000
   float saturated = 0;   // fraction of cycles with |motor 0| > 0.99
 };
@@ -209,6 +211,8 @@ BanditRun Bandit(bool learn, int assignment, uint64_t seed, int cycles = 1500, i
     reward = (out.motors[0] > 0) == (wanted > 0) ? 1.0f : -1.0f;
     if (t >= 1300 && t < 1500) run.late += reward / 200.0f;
     if (t >= 2000 && t < 2050) run.after_flip += reward / 50.0f;
+    if (t >= 2050 && t < 2250) run.recovering += reward / 200.0f;
+    if (t >= 2000 && t < 2250) run.flip_window += reward / 250.0f;
     if (t >= 3500 && t < 4000) run.relearned += reward / 500.0f;
     run.saturated += std::fabs(out.motors[0]) > 0.99f ? 1.0f / float(cycles) : 0.0f;
   }
@@ -228,24 +232,33 @@ TEST(BrainBehaviour, ContextualBanditLearnsBothSignAssignments) {
 }
 
 // A reversal: the wanted signs flip at cycle 2000. Reward drops below chance in the 50 cycles
-// right after the flip (what was learned is now wrong; withdrawal wins most of it back within
-// ~200) and is won back by cycle 4000. Four seeds, both assignments: mean reward over cycles
-// 3500-4000 of at least 0.25 (62 % right), and at least 7 of the 8 runs above chance.
+// right after the flip (what was learned is now wrong), climbs back over the next 200 (the
+// withdrawal from bad surprises), and is won back by cycle 4000. Four seeds, both assignments:
+// mean reward over cycles 3500-4000 of at least 0.25 (62 % right), and at least 7 of the 8 runs
+// above chance. This test first measured the drop over 2000-2250; that window now mixes the drop
+// with most of the recovery, so the drop and the recovery are asserted apart and the old window's
+// figure is printed (docs/brain.md, "The reversal test's windows").
 TEST(BrainBehaviour, BanditReversalIsRelearnedBy4000) {
-  float mean_after = 0, mean_relearned = 0;
+  float mean_after = 0, mean_recovering = 0, mean_window = 0, mean_relearned = 0;
   int above_chance = 0;
   for (const uint64_t seed : {41u, 45u, 46u, 47u})
     for (int assignment = 0; assignment < 2; ++assignment) {
       const BanditRun r = Bandit(true, assignment, seed, 4000, 2000);
-      std::printf("seed %llu assignment %d: 1300-1500 %.3f, 2000-2050 %.3f, 3500-4000 %.3f\n",
-                  static_cast<unsigned long long>(seed), assignment, r.late, r.after_flip, r.relearned);
+      std::printf("seed %llu assignment %d: 1300-1500 %.3f, 2000-2050 %.3f, 2050-2250 %.3f (2000-2250 %.3f), "
+                  "3500-4000 %.3f\n",
+                  static_cast<unsigned long long>(seed), assignment, r.late, r.after_flip, r.recovering, r.flip_window,
+                  r.relearned);
       mean_after += r.after_flip / 8.0f;
+      mean_recovering += r.recovering / 8.0f;
+      mean_window += r.flip_window / 8.0f;
       mean_relearned += r.relearned / 8.0f;
       above_chance += r.relearned > 0.0f ? 1 : 0;
     }
-  std::printf("reversal: mean reward 2000-2050 %.3f, 3500-4000 %.3f, %d of 8 above chance\n", mean_after,
-              mean_relearned, above_chance);
+  std::printf("reversal: mean reward 2000-2050 %.3f, 2050-2250 %.3f (2000-2250 %.3f), 3500-4000 %.3f, %d of 8 above "
+              "chance\n",
+              mean_after, mean_recovering, mean_window, mean_relearned, above_chance);
   EXPECT_LT(mean_after, 0.0f);
+  EXPECT_GT(mean_recovering, mean_after + 0.25f) << "no recovery after the drop";
   EXPECT_GT(mean_relearned, 0.25f);
   EXPECT_GE(above_chance, 7);
 }

@@ -662,28 +662,29 @@ TEST_F(BrainServiceTest, StreamsWithoutAHelloAreEndedAfterTheTimeout) {
 TEST_F(BrainServiceTest, AStreamSilentForTheIdleTimeoutIsEndedAndItsBrainKept) {
   server_.reset();
   ServerConfig c = TestServerConfig();
-  c.stream_idle_timeout_s = 0.3;
+  c.stream_idle_timeout_s = 1;
   StartServer(c);
   RawStream ticking(stub_.get());
   std::optional<Welcome> tw = ticking.Open(MakeHello("ticking"));
   ASSERT_TRUE(tw.has_value());
-  EXPECT_EQ(tw->limits().stream_idle_timeout_ms(), 300u);
+  EXPECT_EQ(tw->limits().stream_idle_timeout_ms(), 1000u);
   RawStream silent(stub_.get(), absl::Seconds(30));
   std::optional<Welcome> first = silent.Open(MakeHello("silent"));
   ASSERT_TRUE(first.has_value());
   for (int i = 1; i <= 2; ++i) ASSERT_TRUE(silent.Step(FrameRequest(i, kGood)).has_value());
   const absl::Time silent_since = absl::Now();
-  // The ticking robot sends a frame every 100 ms for 1.5 s: five idle timeouts, never ended.
+  // The ticking robot sends a frame every 50 ms for 3 s: three idle timeouts, never ended (a gap
+  // would have to last 20 ticks, which no load here makes).
   int ticks = 0;
-  for (; absl::Now() - silent_since < absl::Milliseconds(1500); ++ticks) {
+  for (; absl::Now() - silent_since < absl::Seconds(3); ++ticks) {
     const std::optional<MotorFrame> m = ticking.Step(FrameRequest(ticks + 1, kGood));
     ASSERT_TRUE(m.has_value()) << "the ticking robot's stream ended after " << ticks << " ticks";
     ASSERT_EQ(m->status(), brain::v1::OK);
-    absl::SleepFor(absl::Milliseconds(100));
+    absl::SleepFor(absl::Milliseconds(50));
   }
   const grpc::Status status = silent.Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_THAT(status.error_message(), HasSubstr("no SensorFrame for 300ms"));
+  EXPECT_THAT(status.error_message(), HasSubstr("no SensorFrame for 1s"));
   ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 1; }));
   EXPECT_EQ(server_->sessions().kept(), 1);
   brain::v1::Hello again = MakeHello("silent");
