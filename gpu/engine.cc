@@ -49,6 +49,18 @@ absl::StatusOr<int> Engine::CreateBrain(const BrainSpec& spec) {
   return *slot;
 }
 
+absl::StatusOr<int> Engine::CreateBrainFrom(const BrainSnapshot& snapshot) {
+  if (absl::Status s = RefuseIfFailed(); !s.ok()) return s;
+  if (absl::Status s = CheckSnapshot(snapshot, config_.shape); !s.ok()) return s;
+  absl::StatusOr<int> slot = pool_->Acquire();
+  if (!slot.ok()) return slot.status();
+  if (absl::Status s = backend_->CopyIn(*slot, snapshot); !s.ok()) {
+    pool_->Release(*slot);
+    return Fail(std::move(s));
+  }
+  return *slot;
+}
+
 bool Engine::ReleaseBrain(int slot) { return pool_->Release(slot); }
 
 absl::Status Engine::RunBatch(int n) {

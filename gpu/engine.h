@@ -86,6 +86,10 @@ class Engine {
 
   // A fresh brain (DESIGN.md section 4 start state) in a free slot; RESOURCE_EXHAUSTED when full.
   absl::StatusOr<int> CreateBrain(const BrainSpec& spec);
+  // A brain from a snapshot (a checkpoint) in a free slot, without first making a fresh one: its
+  // cycle count and everything it learnt continue. The snapshot's shape must match and its counts
+  // fit; RESOURCE_EXHAUSTED when full.
+  absl::StatusOr<int> CreateBrainFrom(const BrainSnapshot& snapshot);
   // Frees a slot. Idempotent: returns false (and does nothing) when the slot is already free.
   // Also on a failed engine (bookkeeping only).
   bool ReleaseBrain(int slot);

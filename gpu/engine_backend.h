@@ -39,7 +39,7 @@ class EngineBackend {
   virtual absl::Status RunBatch(std::span<const BatchInputRow> rows) = 0;
   // A live slot's brain into `out`, whose vectors already have the shape's sizes.
   virtual absl::Status CopyOut(int slot, BrainSnapshot& out) = 0;
-  // `in` (checked against the shape) over a live slot's brain.
+  // `in` (checked against the shape) over a live slot's brain, or into a slot just acquired for it.
   virtual absl::Status CopyIn(int slot, const BrainSnapshot& in) = 0;
 };
 

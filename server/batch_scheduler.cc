@@ -26,6 +26,9 @@ constexpr Clock::duration kDeviceMemoryPeriod = std::chrono::seconds(1);
 // copy (one checkpoint write is milliseconds; a disk that takes longer loses that copy).
 constexpr absl::Duration kFinalCopyWait = absl::Seconds(2);
 constexpr absl::Duration kOwedReleasePoll = absl::Milliseconds(5);
+// Brains made between two batches while robots' frames wait (a create is a field's initial values
+// or a checkpoint's copy: about a millisecond on the small field, several on the default one).
+constexpr int kCreatesPerRound = 4;
 
 }  // namespace
 
@@ -388,19 +391,33 @@ bool BatchScheduler::RunQueuedReleases() {
 }
 
 void BatchScheduler::RunCommands() {
-  for (Command& c : commands_work_) {
+  int creates = 0;
+  for (size_t i = 0; i < commands_work_.size(); ++i) {
+    Command& c = commands_work_[i];
     if (c.release_slot >= 0) {
       ReleaseSlot(c.release_slot);
       continue;
     }
+    // A wave of Hellos (robots failing over from a daemon that died) would hold up every robot's
+    // frames for all its creates: past kCreatesPerRound, the rest wait for the next round (in their
+    // order, ahead of newer commands) while frames are waiting.
+    if (creates == kCreatesPerRound) {
+      absl::MutexLock lock(&mu_);
+      if (pending_count_ > 0 && !drained_) {
+        commands_.insert(commands_.begin(), std::make_move_iterator(commands_work_.begin() + ptrdiff_t(i)),
+                         std::make_move_iterator(commands_work_.end()));
+        break;
+      }
+    }
+    ++creates;
     bool refuse = false;
     {
       absl::MutexLock lock(&mu_);
       refuse = drained_;
     }
-    absl::StatusOr<int> slot =
-        refuse ? absl::StatusOr<int>(absl::UnavailableError(kShuttingDownDetail))
-               : engine_->CreateBrain(c.spec);
+    // A brain from a checkpoint is copied straight into its slot (no fresh brain made first).
+    auto create = [&] { return c.restore != nullptr ? engine_->CreateBrainFrom(*c.restore) : engine_->CreateBrain(c.spec); };
+    absl::StatusOr<int> slot = refuse ? absl::StatusOr<int>(absl::UnavailableError(kShuttingDownDetail)) : create();
     if (!refuse && !slot.ok() && !engine_->health().ok()) NoteEngineError("CreateBrain", slot.status());
     // A full pool may be waiting on a release queued during this round (say, the session table
     // handing back a brain whose robot reconnected while it was created): releasing early frees
@@ -412,13 +429,10 @@ void BatchScheduler::RunCommands() {
       if (!releases_owed_.empty()) {
         FinishOwedReleases(absl::Now() + kFinalCopyWait, telemetry::FinalStateLoss::kNoBuffer);
       }
-      if (released || engine_->brains_active() < facts_.max_robots) slot = engine_->CreateBrain(c.spec);
+      if (released || engine_->brains_active() < facts_.max_robots) slot = create();
     }
-    if (slot.ok() && c.restore != nullptr) {
-      if (absl::Status restored = engine_->Restore(*slot, *c.restore); !restored.ok()) {
-        engine_->ReleaseBrain(*slot);
-        slot = absl::Status(restored.code(), absl::StrCat("restoring the checkpoint: ", restored.message()));
-      }
+    if (!slot.ok() && c.restore != nullptr && !absl::IsResourceExhausted(slot.status()) && !refuse) {
+      slot = absl::Status(slot.status().code(), absl::StrCat("restoring the checkpoint: ", slot.status().message()));
     }
     if (slot.ok()) cycles_[*slot].store(c.restore != nullptr ? c.restore->state.cycle : 0, std::memory_order_relaxed);
     std::move(c.done)(std::move(slot));

@@ -9,7 +9,9 @@
 // DEADLINE_EXCEEDED (not run), copies the rest straight into the engine's input rows, runs
 // RunBatch(n) and delivers each output row to its stream. Commands that arrive while the window
 // is open end it early and run before the batch; once it has expired the batch runs first, so a
-// steady stream of commands cannot starve the frames.
+// steady stream of commands cannot starve the frames. While frames wait, at most four brains are
+// made between two batches (a wave of Hellos then delays the robots' frames by four creates, not
+// by all of them); releases all run.
 //
 // Checkpoint copies (the snapshot sink): periodic ones after a batch's answers are delivered, so a
 // copy never delays the answers of the batch that made it. A released brain's final state is

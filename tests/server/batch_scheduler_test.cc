@@ -357,6 +357,45 @@ TEST(BatchSchedulerTest, PeriodicSnapshotsRunAfterTheAnswersAreDelivered) {
   EXPECT_EQ(sink.answers()[0].status, brain::v1::OK);
 }
 
+// A wave of brain creations (robots failing over) does not hold a waiting frame back for all of
+// them: a few are made, then the batch runs, then the rest.
+TEST(BatchSchedulerTest, AWaveOfCreatesLetsWaitingFramesRunBetweenThem) {
+  constexpr int kWave = 16;
+  std::unique_ptr<BatchScheduler> s = StartScheduler(Options(kWave + 1, 4, std::chrono::microseconds(200)));
+  ASSERT_NE(s, nullptr);
+  const int slot = CreateBrain(*s, 3);
+  std::atomic<int> created{0};
+  std::atomic<int> created_at_answer{-1};
+  class NotingSink final : public FrameSink {
+   public:
+    NotingSink(std::atomic<int>& created, std::atomic<int>& at) : created_(created), at_(at) {}
+    void Deliver(const FrameAnswer&) override { at_.store(created_.load()); }
+
+   private:
+    std::atomic<int>& created_;
+    std::atomic<int>& at_;
+  } sink(created, created_at_answer);
+  s->Submit(slot, &sink, Frame(1, kValues));
+  BrainSpec spec;
+  spec.sensor_count = kSensors;
+  spec.motor_count = kMotors;
+  for (int i = 0; i < kWave; ++i) {
+    spec.seed = uint64_t(100 + i);
+    s->CreateBrain(spec, [&](absl::StatusOr<int> r) {
+      EXPECT_TRUE(r.ok()) << r.status();
+      created.fetch_add(1);
+    });
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while ((created.load() < kWave || created_at_answer.load() < 0) && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(created.load(), kWave);
+  std::printf("the waiting frame was answered after %d of %d creates\n", created_at_answer.load(), kWave);
+  EXPECT_GE(created_at_answer.load(), 0);
+  EXPECT_LT(created_at_answer.load(), kWave) << "the frame waited for every create";
+}
+
 TEST(BatchSchedulerTest, UnknownEngineKindFailsToStart) {
   SchedulerOptions o = Options(2, 2, std::chrono::microseconds(200));
   o.engine_kind = "quantum";
