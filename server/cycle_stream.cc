@@ -6,7 +6,6 @@
 #include <optional>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/brain_service.h"
@@ -179,16 +178,17 @@ void CycleStream::HandleHello() {
   }
   // The rest may read a checkpoint from disk: off this gRPC thread. The hold keeps the stream until
   // OnAdmitted has run; request_ (the Hello) is not read over meanwhile (read_busy_ stays set).
+  Hold hold;
   {
     absl::MutexLock lock(&mu_);
-    ++holds_;
+    hold = TakeHoldLocked();
   }
-  service_->admission().Admit(deps, hello, id_,
-                              [this](absl::StatusOr<Admission> admission) { OnAdmitted(std::move(admission)); });
+  service_->admission().Admit(deps, hello, id_, [this, hold = std::move(hold)](absl::StatusOr<Admission> admission) {
+    OnAdmitted(std::move(admission));
+  });
 }
 
 void CycleStream::OnAdmitted(absl::StatusOr<Admission> admission) {
-  absl::Cleanup release = [this] { Release(); };
   if (!admission.ok()) {
     absl::MutexLock lock(&mu_);
     read_busy_ = false;
@@ -200,6 +200,7 @@ void CycleStream::OnAdmitted(absl::StatusOr<Admission> admission) {
   const ServiceDeps& deps = service_->deps();
   const brain::v1::Hello& hello = request_.hello();
   SessionGrant& grant = admission->grant;
+  Hold hold;  // for the creation callback
   BrainSpec spec;
   spec.seed = grant.seed;
   spec.sensor_count = static_cast<int>(hello.profile().sensor_count());
@@ -222,11 +223,10 @@ void CycleStream::OnAdmitted(absl::StatusOr<Admission> admission) {
     }
     phase_ = Phase::kCreating;
     ++outstanding_;
-    ++holds_;
+    hold = TakeHoldLocked();
   }
-  auto created = [this, g = std::move(grant), generation = admission->generation](absl::StatusOr<int> slot) mutable {
-    OnBrainCreated(std::move(g), generation, std::move(slot));
-  };
+  auto created = [this, g = std::move(grant), generation = admission->generation, hold = std::move(hold)](
+                     absl::StatusOr<int> slot) mutable { OnBrainCreated(std::move(g), generation, std::move(slot)); };
   if (admission->restore.has_value()) {
     deps.scheduler->CreateBrainFrom(spec, std::move(admission->restore->snapshot), std::move(created));
   } else {
@@ -267,7 +267,6 @@ void CycleStream::OnBrainCreated(SessionGrant grant, uint64_t generation, absl::
     }
     MaybeFinishLocked();
   }
-  Release();
 }
 
 void CycleStream::HandleFrame(const brain::v1::SensorFrame& frame) {
@@ -427,11 +426,15 @@ void CycleStream::ExpireIfSilent(absl::Time now, absl::Duration hello_limit, abs
   MaybeFinishLocked();
 }
 
-bool CycleStream::TryHold() {
+std::optional<CycleStream::Hold> CycleStream::TryHold() {
   absl::MutexLock lock(&mu_);
-  if (holds_ == 0) return false;
+  if (holds_ == 0) return std::nullopt;
+  return TakeHoldLocked();
+}
+
+CycleStream::Hold CycleStream::TakeHoldLocked() {
   ++holds_;
-  return true;
+  return Hold(this);
 }
 
 void CycleStream::Release() {

@@ -11,8 +11,9 @@
 // a queue.
 //
 // Lifetime: the reactor deletes itself once gRPC is done with it (OnDone) AND the scheduler owes
-// it nothing (every submitted frame and the brain creation have called back) AND no shutdown
-// walk holds it. Those holds are counted under its mutex. gRPC reactions never run inline inside
+// it nothing (every submitted frame and the brain creation have called back) AND no admission or
+// registry walk holds it. Those holds are counted under its mutex; callbacks carry theirs as a
+// Hold value, which releases it when the callback goes. gRPC reactions never run inline inside
 // StartRead/StartWrite/Finish, so those are called with the mutex held.
 //
 // Lock order: registry -> stream -> session table -> scheduler inbox. The scheduler calls
@@ -23,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -81,13 +83,36 @@ class CycleStream final
   //    stops reading (backpressure), runs a frame or writes an answer does not count.
   void ExpireIfSilent(absl::Time now, absl::Duration hello_limit, absl::Duration frame_limit);
 
-  // Holds that keep this object alive (see the file comment). TryHold fails once the count
-  // reached zero; Release deletes the object when it drops the last hold.
-  bool TryHold();
-  void Release();
+  // A hold that keeps this object alive (see the file comment), as a value: whatever is owed a
+  // callback (an admission, a brain's creation, a walk over the registry) carries one, and the
+  // stream may be deleted when it goes. Frames submitted to the scheduler are counted holds
+  // instead (one per frame, released by its Deliver: FrameSink promises exactly one).
+  class Hold {
+   public:
+    Hold() = default;
+    Hold(Hold&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+    Hold& operator=(Hold&& other) noexcept {
+      std::swap(stream_, other.stream_);
+      return *this;
+    }
+    ~Hold() {
+      if (stream_ != nullptr) stream_->Release();
+    }
+
+   private:
+    friend class CycleStream;
+    explicit Hold(CycleStream* stream) : stream_(stream) {}
+    CycleStream* stream_ = nullptr;
+  };
+  // A hold, unless the stream is already going (its last hold dropped).
+  std::optional<Hold> TryHold();
 
  private:
   enum class Phase { kHello, kCreating, kRunning };
+
+  Hold TakeHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops one hold; deletes the object when it was the last.
+  void Release();
   static constexpr int kRing = 8;
 
   ~CycleStream() override = default;  // only through Release

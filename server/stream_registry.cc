@@ -1,5 +1,7 @@
 #include "server/stream_registry.h"
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "server/cycle_stream.h"
@@ -17,18 +19,15 @@ void StreamRegistry::Remove(CycleStream* stream) {
 }
 
 void StreamRegistry::ForEachLive(absl::FunctionRef<void(CycleStream&)> fn) {
-  std::vector<CycleStream*> held;
+  std::vector<std::pair<CycleStream*, CycleStream::Hold>> held;
   {
     absl::MutexLock lock(&mu_);
     held.reserve(streams_.size());
     for (CycleStream* s : streams_) {
-      if (s->TryHold()) held.push_back(s);
+      if (std::optional<CycleStream::Hold> hold = s->TryHold(); hold.has_value()) held.emplace_back(s, *std::move(hold));
     }
   }
-  for (CycleStream* s : held) {
-    fn(*s);
-    s->Release();
-  }
+  for (auto& [stream, hold] : held) fn(*stream);
 }
 
 int StreamRegistry::size() const {
