@@ -189,6 +189,15 @@ TEST(CudaEngine, CpuSnapshotWithPatternRestoredOnGpuCyclesLikeCpu) {
   auto back = gpu.engine().Snapshot(gpu.slot(0));
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(BitwiseEqual(*snap, *back));  // Restore and Snapshot move bytes, nothing else
+  // A brain made straight from the snapshot (a checkpoint's resume: no fresh brain first) too.
+  for (const char* kind : {"cpu", "cuda"}) {
+    std::unique_ptr<Engine> fresh = MustMake(kind, Config(shape, 1, 1));
+    absl::StatusOr<int> made = fresh->CreateBrainFrom(*snap);
+    ASSERT_TRUE(made.ok()) << kind << ": " << made.status();
+    absl::StatusOr<BrainSnapshot> out = fresh->Snapshot(*made);
+    ASSERT_TRUE(out.ok());
+    EXPECT_TRUE(BitwiseEqual(*snap, *out)) << kind;
+  }
 
   // Both continue from cycle 10 of the CPU run with the same inputs.
   ParityRun cpu2(MustMake("cpu", Config(shape, 1, 1)));
