@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "brain/v1/brain.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "latency_report.h"
 #include "raw_stream.h"
 #include "server/brain_server.h"
 
@@ -85,20 +86,14 @@ std::unique_ptr<brain::v1::Brain::Stub> StubOf(BrainServer& server) {
 brain::v1::CycleRequest Frame(uint64_t seq) { return testing::FrameRequest(seq, {0.1f, -0.2f, 0.3f, 0.05f}); }
 
 void Report(const char* name, std::vector<double>& v) {
-  if (v.empty()) {
-    std::printf("%-34s no frames\n", name);
-    return;
-  }
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, size_t(q * double(v.size())))]; };
-  std::printf("%-34s frames %6zu  p50 %8.0f us  p99 %8.0f us  max %8.0f us\n", name, v.size(), at(0.50), at(0.99),
-              v.back());
+  bench::PrintLatencies(name, 34, v);
+  std::printf("\n");
 }
 
 double P99(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(0.99 * double(v.size())))];
+  return bench::Quantile(v, 0.99);
 }
 
 int Run(const Options& o) {

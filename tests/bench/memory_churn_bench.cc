@@ -21,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "brain/v1/brain.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "latency_report.h"
 #include "memory_calls.h"
 #include "raw_stream.h"
 #include "server/brain_server.h"
@@ -68,15 +69,8 @@ struct Latencies {
 };
 
 void Report(const char* name, std::vector<double>& v, double churn_s) {
-  if (v.empty()) {
-    std::printf("%-40s no frames\n", name);
-    return;
-  }
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, size_t(q * double(v.size())))]; };
-  std::printf("%-40s frames %6zu  p50 %8.0f us  p99 %8.0f us  max %8.0f us", name, v.size(), at(0.50), at(0.99),
-              v.back());
-  if (churn_s > 0) std::printf("  (100 creates + deletes: %.3f s)", churn_s);
+  bench::PrintLatencies(name, 40, v);
+  if (churn_s > 0 && !v.empty()) std::printf("  (100 creates + deletes: %.3f s)", churn_s);
   std::printf("\n");
 }
 
