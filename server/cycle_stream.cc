@@ -343,15 +343,10 @@ void CycleStream::Deliver(const FrameAnswer& answer) {
 
 void CycleStream::OnWriteDone(bool ok) {
   absl::MutexLock lock(&mu_);
-  writing_ = false;
-  head_ = (head_ + 1) % kRing;
-  --count_;
   last_write_done_at_ = absl::Now();
+  if (grpc::ByteBuffer* next = outbound_.WriteDone(ok); next != nullptr) StartWrite(next);
   if (!ok) {  // the stream is broken; nothing more can be written
     RequestFinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"), true);
-  } else if (count_ > 0) {
-    writing_ = true;
-    StartWriteHeadLocked();
   }
   MaybeReadLocked();
   MaybeFinishLocked();
@@ -411,7 +406,7 @@ void CycleStream::ExpireIfSilent(absl::Time now, absl::Duration hello_limit, abs
                                      absl::StrCat("no Hello within ", absl::FormatDuration(hello_limit))),
                         true);
   } else if (phase_ == Phase::kRunning && frame_limit > absl::ZeroDuration() && read_busy_ && outstanding_ == 0 &&
-             count_ == 0 && now - std::max(read_armed_at_, last_write_done_at_) >= frame_limit) {
+             outbound_.queued() == 0 && now - std::max(read_armed_at_, last_write_done_at_) >= frame_limit) {
     // Silent: a read waits, and the daemon owes nothing (a robot that waits for each answer
     // before its next frame is not idle while its brain runs or its answer is being written).
     // Every answer owed is written first: the robot may still be there to read them.
@@ -451,7 +446,7 @@ void CycleStream::Release() {
 void CycleStream::RequestFinishLocked(grpc::Status status, bool drop) {
   if (drop && !drop_answers_) {
     drop_answers_ = true;
-    count_ = writing_ ? 1 : 0;  // the entry being written must stay until OnWriteDone
+    outbound_.DropQueued();
   }
   if (finish_wanted_) return;
   finish_wanted_ = true;
@@ -459,9 +454,9 @@ void CycleStream::RequestFinishLocked(grpc::Status status, bool drop) {
 }
 
 void CycleStream::MaybeFinishLocked() {
-  if (!finish_wanted_ || finish_called_ || writing_ || handling_) return;
+  if (!finish_wanted_ || finish_called_ || outbound_.writing() || handling_) return;
   // A normal end writes every owed answer first; the scheduler's are owed until delivered.
-  if (!drop_answers_ && (count_ > 0 || outstanding_ > 0)) return;
+  if (!drop_answers_ && (outbound_.queued() > 0 || outstanding_ > 0)) return;
   finish_called_ = true;
   // Detach now rather than at OnDone, so a robot reconnecting right after an error finds its id
   // free sooner (OnDone detaches again; that is a no-op).
@@ -475,36 +470,22 @@ void CycleStream::MaybeFinishLocked() {
 
 void CycleStream::MaybeReadLocked() {
   if (read_busy_ || read_closed_ || finish_wanted_ || phase_ == Phase::kCreating) return;
-  if (count_ + outstanding_ >= kRing) return;  // room for every answer this read may cause
+  // Room for every answer this read may cause.
+  if (outbound_.queued() + outstanding_ >= OutboundRing::kCapacity) return;
   read_busy_ = true;
   read_armed_at_ = absl::Now();
   StartRead(&request_bytes_);
 }
 
-void CycleStream::StartWriteHeadLocked() {
-  bool own_buffer = false;
-  wire_[head_].Clear();  // its previous write finished before this entry came round again
-  // A CycleResponse always serialises; gRPC would do the same for a typed stream.
-  grpc::SerializationTraits<brain::v1::CycleResponse>::Serialize(ring_[head_], &wire_[head_], &own_buffer)
-      .IgnoreError();
-  StartWrite(&wire_[head_]);
-}
-
 brain::v1::CycleResponse* CycleStream::NextEntryLocked() {
   if (finish_called_) return nullptr;  // the call is over: a write now would touch a finished call
-  if (count_ >= kRing) {
-    LogError("stream ", id_, ": answer ring full, answer dropped");
-    return nullptr;
-  }
-  return &ring_[(head_ + count_) % kRing];
+  brain::v1::CycleResponse* entry = outbound_.Next();
+  if (entry == nullptr) LogError("stream ", id_, ": answer ring full, answer dropped");
+  return entry;
 }
 
 void CycleStream::PushEntryLocked() {
-  ++count_;
-  if (!writing_) {
-    writing_ = true;
-    StartWriteHeadLocked();
-  }
+  if (grpc::ByteBuffer* bytes = outbound_.Push(); bytes != nullptr) StartWrite(bytes);
 }
 
 void CycleStream::QueueWelcomeLocked(const SessionGrant& grant, uint64_t cycle) {

@@ -6,7 +6,7 @@
 // the BatchScheduler, whose answers come back through Deliver (FrameSink).
 //
 // Writes: gRPC allows one outstanding write, so answers wait in a fixed ring of reusable
-// CycleResponse messages. A new read is armed only while the ring has room for every answer
+// CycleResponse messages (server/outbound_ring.h). A new read is armed only while the ring has room for every answer
 // still owed, so a client that stops reading stops being read (backpressure) instead of growing
 // a queue.
 //
@@ -37,6 +37,7 @@
 #include "brain/v1/brain.grpc.pb.h"
 #include "server/checkpoint/checkpointer.h"
 #include "server/hello_admission.h"
+#include "server/outbound_ring.h"
 #include "server/frame_sink.h"
 #include "server/session_table.h"
 
@@ -113,7 +114,6 @@ class CycleStream final
   Hold TakeHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops one hold; deletes the object when it was the last.
   void Release();
-  static constexpr int kRing = 8;
 
   ~CycleStream() override = default;  // only through Release
 
@@ -138,8 +138,7 @@ class CycleStream final
   // The next free ring entry; nullptr once Finish was called (nothing may be written after it)
   // or when the ring is full (reads are gated so it is not).
   brain::v1::CycleResponse* NextEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Serialises ring_[head_] and starts writing it.
-  void StartWriteHeadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the entry NextEntryLocked gave, writing it at once when no write is in flight.
   void PushEntryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AnswerHereLocked(uint64_t seq, brain::v1::FrameStatus status, std::string_view detail,
                         Clock::time_point arrival) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -166,16 +165,12 @@ class CycleStream final
   // the stream must not Finish until it is done, or that answer would be written after Finish.
   bool handling_ ABSL_GUARDED_BY(mu_) = false;
   bool read_closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_wanted_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool drop_answers_ ABSL_GUARDED_BY(mu_) = false;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
-  std::array<brain::v1::CycleResponse, kRing> ring_ ABSL_GUARDED_BY(mu_);
-  std::array<grpc::ByteBuffer, kRing> wire_ ABSL_GUARDED_BY(mu_);  // ring_[i] serialised for writing
-  int head_ ABSL_GUARDED_BY(mu_) = 0;   // the entry being written when writing_
-  int count_ ABSL_GUARDED_BY(mu_) = 0;  // entries queued, including the one being written
+  OutboundRing outbound_ ABSL_GUARDED_BY(mu_);  // the answers owed, in order
 
   // Set once by the Hello, before any frame is submitted.
   std::string robot_id_ ABSL_GUARDED_BY(mu_);
