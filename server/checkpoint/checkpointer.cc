@@ -15,7 +15,7 @@
 namespace fieldbrain::server {
 
 Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics)
-    : dir_(std::move(dir)), metrics_(metrics), slots_(size_t(max_robots)) {
+    : dir_(std::move(dir)), metrics_(metrics), directory_(max_robots) {
   // Temporary files of killed daemons would otherwise pile up in the shared directory.
   if (const int removed = RemoveStaleTemporaryFiles(dir_); removed > 0) {
     LogInfo("checkpoints: removed ", removed, " temporary files of daemons that are gone");
@@ -54,32 +54,26 @@ Checkpointer::~Checkpointer() {
 void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256,
                         uint64_t generation) {
   absl::MutexLock lock(&mu_);
-  if (slot < 0 || size_t(slot) >= slots_.size()) return;
-  NoteGenerationLocked(robot_id, generation);
-  slots_[size_t(slot)] = Binding{robot_id, token_sha256, generation, std::nullopt};
-}
-
-uint64_t Checkpointer::NoteGenerationLocked(const std::string& robot_id, uint64_t generation) {
-  uint64_t& known = generations_[robot_id];
-  known = std::max(known, generation);
-  return known;
+  directory_.Bind(slot, robot_id, token_sha256, generation);
 }
 
 uint64_t Checkpointer::NewGeneration(const std::string& robot_id) {
   const std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
   absl::MutexLock lock(&mu_);
-  return NoteGenerationLocked(robot_id, std::max(generations_[robot_id], head ? head->generation : 0) + 1);
+  return directory_.NewGeneration(robot_id, head ? head->generation : 0);
 }
 
-void Checkpointer::Forget(const std::string& robot_id) {
-  absl::MutexLock lock(&mu_);
+void Checkpointer::DropPendingLocked(const std::string& robot_id) {
   if (auto it = pending_.find(robot_id); it != pending_.end()) {
     FreeLocked(it->second.snapshot);
     pending_.erase(it);
   }
-  for (std::optional<Binding>& b : slots_) {
-    if (b.has_value() && b->robot_id == robot_id) b.reset();
-  }
+}
+
+void Checkpointer::Forget(const std::string& robot_id) {
+  absl::MutexLock lock(&mu_);
+  DropPendingLocked(robot_id);
+  directory_.GaveWay(robot_id);
 }
 
 std::optional<CheckpointHead> Checkpointer::HeadOnDisk(const std::string& robot_id) const {
@@ -102,10 +96,10 @@ void Checkpointer::Discard(const std::string& robot_id) {
   // Under the directory lock and ours, as a write's last check and rename are: a copy of the old
   // brain the writer already holds then finds the generation moved on and is dropped.
   const std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
-  Forget(robot_id);
   DirectoryLock dir_lock(dir_);
   absl::MutexLock lock(&mu_);
-  NoteGenerationLocked(robot_id, std::max(generations_[robot_id], head ? head->generation : 0) + 1);
+  DropPendingLocked(robot_id);
+  directory_.Discard(robot_id, head ? head->generation : 0);
   std::remove(CheckpointPath(dir_, robot_id).c_str());
 }
 
@@ -185,7 +179,7 @@ absl::StatusOr<std::optional<RestorableBrain>> Checkpointer::ForHello(const brai
 
 bool Checkpointer::Wants(int slot) const {
   absl::MutexLock lock(&mu_);
-  return slot >= 0 && size_t(slot) < slots_.size() && slots_[size_t(slot)].has_value();
+  return directory_.RobotIn(slot) != nullptr;
 }
 
 BrainSnapshot* Checkpointer::Claim(int slot) {
@@ -196,7 +190,7 @@ BrainSnapshot* Checkpointer::Claim(int slot) {
 BrainSnapshot* Checkpointer::ClaimBefore(int slot, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto claimable = [this, slot]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !free_.empty() || stopping_ || slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value();
+    return !free_.empty() || stopping_ || directory_.RobotIn(slot) == nullptr;
   };
   mu_.AwaitWithDeadline(absl::Condition(&claimable), deadline);
   return ClaimLocked(slot);
@@ -204,15 +198,15 @@ BrainSnapshot* Checkpointer::ClaimBefore(int slot, absl::Time deadline) {
 
 bool Checkpointer::Holds(int slot, uint64_t cycle) const {
   absl::MutexLock lock(&mu_);
-  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return false;
-  const Binding& b = *slots_[size_t(slot)];
-  if (auto it = pending_.find(b.robot_id); it != pending_.end()) return it->second.header.cycle == cycle;
-  if (writing_robot_ == b.robot_id) return writing_cycle_ == cycle;
-  return b.written_cycle == cycle;
+  const std::string* robot_id = directory_.RobotIn(slot);
+  if (robot_id == nullptr) return false;
+  if (auto it = pending_.find(*robot_id); it != pending_.end()) return it->second.header.cycle == cycle;
+  if (writing_robot_ == *robot_id) return writing_cycle_ == cycle;
+  return directory_.Find(*robot_id)->written_cycle == cycle;
 }
 
 BrainSnapshot* Checkpointer::ClaimLocked(int slot) {
-  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return nullptr;
+  if (directory_.RobotIn(slot) == nullptr) return nullptr;
   if (free_.empty()) return nullptr;  // the scheduler asks again after the slot's next cycle
   BrainSnapshot* buffer = free_.back();
   free_.pop_back();
@@ -221,12 +215,14 @@ BrainSnapshot* Checkpointer::ClaimLocked(int slot) {
 
 void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
   absl::MutexLock lock(&mu_);
-  if (!copied || slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) {
+  const std::string* bound = directory_.RobotIn(slot);
+  if (!copied || bound == nullptr) {
     FreeLocked(buffer);
     return;
   }
-  const Binding binding = *slots_[size_t(slot)];
-  if (binding.written_cycle == buffer->state.cycle && !pending_.contains(binding.robot_id)) {
+  const std::string robot_id = *bound;
+  const BrainDirectory::Robot& robot = *directory_.Find(robot_id);
+  if (robot.written_cycle == buffer->state.cycle && !pending_.contains(robot_id)) {
     FreeLocked(buffer);  // the file already holds this very brain
     return;
   }
@@ -236,33 +232,31 @@ void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
   job.header.motor_count = buffer->params.motor_count;
   job.header.seed = buffer->params.seed;
   job.header.cycle = buffer->state.cycle;
-  job.header.robot_id = binding.robot_id;
-  job.header.resume_token_sha256 = binding.token_sha256;
-  job.header.generation = binding.generation;
+  job.header.robot_id = robot_id;
+  job.header.resume_token_sha256 = robot.token_sha256;
+  job.header.generation = robot.generation;
   job.snapshot = buffer;
-  if (auto it = pending_.find(binding.robot_id); it != pending_.end()) {
+  if (auto it = pending_.find(robot_id); it != pending_.end()) {
     FreeLocked(it->second.snapshot);  // replaced before it was written
     it->second = std::move(job);
     ++coalesced_;
     if (metrics_ != nullptr) metrics_->RecordCheckpointCoalesced();
   } else {
-    pending_.emplace(binding.robot_id, std::move(job));
+    pending_.emplace(robot_id, std::move(job));
   }
 }
 
 void Checkpointer::Released(int slot) {
   absl::MutexLock lock(&mu_);
-  if (slot >= 0 && size_t(slot) < slots_.size()) slots_[size_t(slot)].reset();
+  const std::string* robot_id = directory_.RobotIn(slot);
+  if (robot_id == nullptr) return;
+  const bool on_its_way = pending_.contains(*robot_id) || writing_robot_ == *robot_id;
+  directory_.Released(slot, on_its_way);
 }
 
 bool Checkpointer::AwaitSaved(const std::string& robot_id, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto saved = [this, &robot_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (pending_.contains(robot_id) || writing_robot_ == robot_id) return false;
-    for (const std::optional<Binding>& b : slots_)
-      if (b.has_value() && b->robot_id == robot_id) return false;
-    return true;
-  };
+  auto saved = [this, &robot_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !directory_.Unsettled(robot_id); };
   return mu_.AwaitWithTimeout(absl::Condition(&saved), timeout);
 }
 
@@ -360,7 +354,9 @@ void Checkpointer::WriterLoop() {
 bool Checkpointer::StillCurrentLocked(const Job& job) const {
   const CheckpointHeader& h = job.header;
   // A `fresh` here since the copy was made: the old brain's copy is not written.
-  if (auto it = generations_.find(h.robot_id); it != generations_.end() && it->second > h.generation) return false;
+  if (const BrainDirectory::Robot* r = directory_.Find(h.robot_id); r != nullptr && r->generation > h.generation) {
+    return false;
+  }
   // Another daemon's newer brain of the robot, or the same brain run further there (the robot
   // moved on), stays.
   if (std::optional<CheckpointHead> on_disk = HeadOnDisk(h.robot_id); on_disk.has_value()) {
@@ -402,9 +398,7 @@ void Checkpointer::WriteOne(Job job) {
     if (status.ok()) {
       if (!dropped) {
         ++written_;
-        for (std::optional<Binding>& b : slots_) {
-          if (b.has_value() && b->robot_id == job.header.robot_id) b->written_cycle = job.header.cycle;
-        }
+        directory_.Written(robot_id, job.header.cycle);
       }
       FreeLocked(job.snapshot);
       job.snapshot = nullptr;
@@ -421,6 +415,7 @@ void Checkpointer::WriteOne(Job job) {
         job.snapshot = nullptr;
       }
     }
+    if (!pending_.contains(robot_id)) directory_.Settled(robot_id);
   }
   if (dropped) return;
   if (status.ok()) {

@@ -16,7 +16,10 @@
 // Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
 // fresh brain (its file is deleted and no snapshot of the old brain is written afterwards).
 //
-// Generations (checkpoint_format.h) decide which copy of a robot's brain is the real one: every
+// Which slot holds whose brain, where each robot's brain is (in a slot, being saved, on disk,
+// discarded) and its generation live in one BrainDirectory (brain_directory.h), changed only by
+// its events. Generations (checkpoint_format.h) decide which copy of a robot's brain is the real
+// one: every
 // new brain of a robot gets a generation above any this daemon or the file has seen
 // (NewGeneration), a resumed one keeps its own, and a write is dropped, just before its rename,
 // when the robot's generation has moved on here (a `fresh` meanwhile) or the file holds a newer
@@ -39,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "brain/v1/brain.pb.h"
+#include "server/checkpoint/brain_directory.h"
 #include "server/checkpoint/checkpoint_format.h"
 #include "server/checkpoint/snapshot_sink.h"
 #include "telemetry/metrics.h"
@@ -131,15 +135,6 @@ class Checkpointer final : public SnapshotSink {
   int WritesHeldForTesting() const;
 
  private:
-  struct Binding {
-    std::string robot_id;
-    std::array<uint8_t, 32> token_sha256{};
-    uint64_t generation = 0;
-    // The cycle this daemon last wrote for the slot's brain: an unchanged brain is not written
-    // again. Behind a proxy that matters: a robot that moved on to another daemon keeps running
-    // there, and this daemon's stale copy (released at idle expiry) must not overwrite its file.
-    std::optional<uint64_t> written_cycle;
-  };
   struct Job {
     CheckpointHeader header;
     BrainSnapshot* snapshot = nullptr;  // one of buffers_, back to free_ once written
@@ -152,8 +147,8 @@ class Checkpointer final : public SnapshotSink {
   // The head of the robot's file (unchecked), if it has one.
   std::optional<CheckpointHead> HeadOnDisk(const std::string& robot_id) const;
   void FreeLocked(BrainSnapshot* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Raises the robot's known generation to at least `generation`; returns it.
-  uint64_t NoteGenerationLocked(const std::string& robot_id, uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the robot's queued copy, if any (its buffer back to free_).
+  void DropPendingLocked(const std::string& robot_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `job` may replace the robot's file now (called under mu_ and the directory lock).
   bool StillCurrentLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -162,11 +157,8 @@ class Checkpointer final : public SnapshotSink {
 
   mutable absl::Mutex mu_;
   FieldShape shape_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::optional<Binding>> slots_ ABSL_GUARDED_BY(mu_);
+  BrainDirectory directory_ ABSL_GUARDED_BY(mu_);  // which slot holds whose brain, and where each is
   std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // robot_id -> newest unwritten
-  // robot_id -> the newest generation of its brain this daemon has seen (one entry per robot
-  // served since start: an id and a number).
-  std::map<std::string, uint64_t> generations_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BrainSnapshot>> buffers_;       // allocated by set_shape
   std::vector<BrainSnapshot*> free_ ABSL_GUARDED_BY(mu_);
   int writing_ ABSL_GUARDED_BY(mu_) = 0;
