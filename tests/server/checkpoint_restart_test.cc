@@ -56,14 +56,22 @@ class CheckpointRestartTest : public ::testing::Test {
     ::mkdir(dir_.c_str(), 0700);
   }
 
-  std::unique_ptr<BrainServer> Start(const std::string& dir, int every = 1000, int robots = 4) {
+  static ServerConfig Config(const std::string& dir, int every = 1000, int robots = 4) {
     ServerConfig c = TestServerConfig();
     c.max_robots = robots;
     c.checkpoint_dir = dir;
     c.checkpoint_every_cycles = every;
+    return c;
+  }
+
+  static std::unique_ptr<BrainServer> StartWith(const ServerConfig& c) {
     absl::StatusOr<std::unique_ptr<BrainServer>> s = BrainServer::Start(c, "test");
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  std::unique_ptr<BrainServer> Start(const std::string& dir, int every = 1000, int robots = 4) {
+    return StartWith(Config(dir, every, robots));
   }
 
   static std::unique_ptr<brain::v1::Brain::Stub> StubOf(BrainServer& server) {
@@ -324,14 +332,11 @@ std::vector<MotorFrame> ReferenceAnswers(int frames) {
 TEST_F(CheckpointRestartTest, EveryReleasedBrainReachesDiskWithMoreReleasesThanCopyBuffers) {
   constexpr int kRobots = Checkpointer::kBuffers + 3;
   const std::vector<MotorFrame> reference = ReferenceAnswers(5 + kRobots);
-  ServerConfig c = TestServerConfig();
-  c.max_robots = kRobots;
-  c.checkpoint_dir = dir_;
-  c.checkpoint_every_cycles = 1000;
+  ServerConfig c = Config(dir_, 1000, kRobots);
   c.idle_keep_s = 0;  // a stream's end releases its brain at once
-  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = StubOf(**server);
+  std::unique_ptr<BrainServer> server = StartWith(c);
+  ASSERT_NE(server, nullptr);
+  auto stub = StubOf(*server);
   std::vector<std::string> tokens;
   {
     std::vector<std::unique_ptr<RawStream>> streams;
@@ -342,15 +347,15 @@ TEST_F(CheckpointRestartTest, EveryReleasedBrainReachesDiskWithMoreReleasesThanC
       tokens.push_back(w->resume_token());
       for (int t = 1; t <= 4 + r; ++t) ASSERT_TRUE(streams.back()->Step(Frame(t)).has_value());
     }
-    (*server)->checkpointer()->PauseWriterForTesting(true);
+    server->checkpointer()->PauseWriterForTesting(true);
     for (auto& s : streams) EXPECT_TRUE(s->Close().ok());
   }
   // The first kBuffers copies wait at the held writer; the other brains wait in their slots.
-  EXPECT_TRUE(Eventually([&] { return (*server)->scheduler().releases() == Checkpointer::kBuffers; }));
-  (*server)->checkpointer()->PauseWriterForTesting(false);
-  ASSERT_TRUE(Eventually([&] { return (*server)->scheduler().releases() == kRobots; }));
-  ASSERT_TRUE((*server)->checkpointer()->Flush(absl::Seconds(30)));
-  EXPECT_THAT((*server)->metrics().Scrape(), HasSubstr("brain_final_states_lost_total{reason=\"no_buffer\"} 0"));
+  EXPECT_TRUE(Eventually([&] { return server->scheduler().releases() == Checkpointer::kBuffers; }));
+  server->checkpointer()->PauseWriterForTesting(false);
+  ASSERT_TRUE(Eventually([&] { return server->scheduler().releases() == kRobots; }));
+  ASSERT_TRUE(server->checkpointer()->Flush(absl::Seconds(30)));
+  EXPECT_THAT(server->metrics().Scrape(), HasSubstr("brain_final_states_lost_total{reason=\"no_buffer\"} 0"));
   for (int r = 0; r < kRobots; ++r) {
     RawStream back(stub.get());
     std::optional<Welcome> w = back.Open(HelloOf("wave-" + std::to_string(r), tokens[size_t(r)]));
@@ -369,13 +374,11 @@ TEST_F(CheckpointRestartTest, EveryReleasedBrainReachesDiskWithMoreReleasesThanC
 // A robot that reconnects while its released brain is still on its way to disk is not handed a
 // new brain (nor the older file): it is told to retry, and then resumes the brain it left.
 TEST_F(CheckpointRestartTest, AHelloWaitsForItsReleasedBrainToReachDisk) {
-  ServerConfig c = TestServerConfig();
-  c.checkpoint_dir = dir_;
-  c.checkpoint_every_cycles = 1000;
+  ServerConfig c = Config(dir_, 1000, 4);
   c.idle_keep_s = 0;
-  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = StubOf(**server);
+  std::unique_ptr<BrainServer> server = StartWith(c);
+  ASSERT_NE(server, nullptr);
+  auto stub = StubOf(*server);
   std::string token;
   {
     RawStream s(stub.get());
@@ -383,10 +386,10 @@ TEST_F(CheckpointRestartTest, AHelloWaitsForItsReleasedBrainToReachDisk) {
     ASSERT_TRUE(w.has_value());
     token = w->resume_token();
     for (int t = 1; t <= 6; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
-    (*server)->checkpointer()->PauseWriterForTesting(true);
+    server->checkpointer()->PauseWriterForTesting(true);
     EXPECT_TRUE(s.Close().ok());
   }
-  ASSERT_TRUE(Eventually([&] { return (*server)->scheduler().releases() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return server->scheduler().releases() == 1; }));
   {
     RawStream early(stub.get());
     EXPECT_FALSE(early.Open(HelloOf("hasty", token)).has_value());
@@ -394,7 +397,7 @@ TEST_F(CheckpointRestartTest, AHelloWaitsForItsReleasedBrainToReachDisk) {
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
     EXPECT_THAT(refused.error_message(), HasSubstr("still being saved"));
   }
-  (*server)->checkpointer()->PauseWriterForTesting(false);
+  server->checkpointer()->PauseWriterForTesting(false);
   RawStream back(stub.get());
   std::optional<Welcome> w = back.Open(HelloOf("hasty", token));
   ASSERT_TRUE(w.has_value());
@@ -405,24 +408,22 @@ TEST_F(CheckpointRestartTest, AHelloWaitsForItsReleasedBrainToReachDisk) {
 // A failed engine's brains may be half a cycle on: nothing is written from it, at a stream's end
 // or at shutdown, and each brain not saved is counted; the files keep the last whole states.
 TEST_F(CheckpointRestartTest, NoCheckpointIsWrittenFromAFailedEngine) {
-  ServerConfig c = TestServerConfig();
-  c.checkpoint_dir = dir_;
-  c.checkpoint_every_cycles = 3;
+  ServerConfig c = Config(dir_, 3);
   c.test_fail_engine_after_batches = 7;  // cycles 1..7 run (one robot, a batch each), then it fails
-  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = StubOf(**server);
+  std::unique_ptr<BrainServer> server = StartWith(c);
+  ASSERT_NE(server, nullptr);
+  auto stub = StubOf(*server);
   RawStream s(stub.get());
   ASSERT_TRUE(s.Open(HelloOf("crashed")).has_value());
   for (int t = 1; t <= 7; ++t) ASSERT_EQ(s.Step(Frame(t))->status(), brain::v1::OK);
-  ASSERT_TRUE((*server)->checkpointer()->Flush(absl::Seconds(10)));
-  const int64_t written_before = (*server)->checkpointer()->written();
+  ASSERT_TRUE(server->checkpointer()->Flush(absl::Seconds(10)));
+  const int64_t written_before = server->checkpointer()->written();
   EXPECT_GE(written_before, 1);  // cycles 3 and 6 (coalesced into one when the writer is behind)
   s.Step(Frame(8));  // answered INTERNAL_ERROR; the stream is then ended UNAVAILABLE
-  ASSERT_TRUE(Eventually([&] { return !(*server)->scheduler().engine_healthy(); }));
-  (*server)->Shutdown();
-  EXPECT_EQ((*server)->checkpointer()->written(), written_before);
-  EXPECT_THAT((*server)->metrics().Scrape(),
+  ASSERT_TRUE(Eventually([&] { return !server->scheduler().engine_healthy(); }));
+  server->Shutdown();
+  EXPECT_EQ(server->checkpointer()->written(), written_before);
+  EXPECT_THAT(server->metrics().Scrape(),
               HasSubstr("brain_final_states_lost_total{reason=\"engine_failed\"} 1"));
   absl::StatusOr<std::string> bytes = ReadWholeFile(CheckpointPath(dir_, "crashed"));
   ASSERT_TRUE(bytes.ok());
@@ -433,27 +434,24 @@ TEST_F(CheckpointRestartTest, NoCheckpointIsWrittenFromAFailedEngine) {
 // buffer by then are counted, not waited for one by one.
 TEST_F(CheckpointRestartTest, ShutdownKeepsItsDeadlineWhenTheWriterIsBehind) {
   constexpr int kRobots = Checkpointer::kBuffers + 3;
-  ServerConfig c = TestServerConfig();
-  c.max_robots = kRobots;
-  c.checkpoint_dir = dir_;
-  c.checkpoint_every_cycles = 1000;
+  ServerConfig c = Config(dir_, 1000, kRobots);
   c.shutdown_deadline_s = 1;
-  absl::StatusOr<std::unique_ptr<BrainServer>> server = BrainServer::Start(c, "test");
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = StubOf(**server);
+  std::unique_ptr<BrainServer> server = StartWith(c);
+  ASSERT_NE(server, nullptr);
+  auto stub = StubOf(*server);
   std::vector<std::unique_ptr<RawStream>> streams;
   for (int r = 0; r < kRobots; ++r) {
     streams.push_back(std::make_unique<RawStream>(stub.get()));
     ASSERT_TRUE(streams.back()->Open(HelloOf("late-" + std::to_string(r))).has_value());
     ASSERT_TRUE(streams.back()->Step(Frame(1)).has_value());
   }
-  (*server)->checkpointer()->PauseWriterForTesting(true);
+  server->checkpointer()->PauseWriterForTesting(true);
   const absl::Time start = absl::Now();
-  (*server)->Shutdown();
+  server->Shutdown();
   const absl::Duration took = absl::Now() - start;
   // The deadline plus ending gRPC; waiting for each brain in turn took 10 s per brain.
   EXPECT_LT(took, absl::Seconds(6)) << took;
-  EXPECT_THAT((*server)->metrics().Scrape(),
+  EXPECT_THAT(server->metrics().Scrape(),
               HasSubstr("brain_final_states_lost_total{reason=\"shutdown_deadline\"} 3"));
 }
 
