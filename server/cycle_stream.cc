@@ -244,7 +244,7 @@ void CycleStream::OnBrainCreated(SessionGrant grant, uint64_t generation, absl::
     }
     if (slot.ok()) {
       if (Checkpointer* checkpointer = service_->deps().checkpointer; checkpointer != nullptr) {
-        checkpointer->Bind(*slot, robot_id, Checkpointer::TokenHash(grant.resume_token), generation);
+        checkpointer->Bind(*slot, robot_id, CheckpointReader::TokenHash(grant.resume_token), generation);
       }
       sessions.CompleteCreate(robot_id, id_, *slot);
     } else {

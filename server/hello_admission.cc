@@ -25,7 +25,7 @@ absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const ServiceDeps& de
       return absl::UnavailableError(absl::StrCat("the brain of robot_id \"", robot_id,
                                                  "\" is still being saved from its last session; retry shortly"));
     }
-    return deps.checkpointer->ForHello(hello);
+    return deps.checkpointer->reader().ForHello(hello);
   }
   // Daemons behind one proxy share the checkpoints, so a kept copy may be behind the robot's file:
   // the robot ran on another daemon since (a higher cycle), or started afresh there (the Hello's
@@ -35,12 +35,12 @@ absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const ServiceDeps& de
   if (!kept.has_value() || hello.fresh()) return std::nullopt;
   const uint64_t kept_cycle = deps.scheduler->brain_cycle(kept->slot);
   if (kept->token_matches) {
-    const std::optional<uint64_t> on_disk = deps.checkpointer->CycleOnDisk(robot_id);
+    const std::optional<uint64_t> on_disk = deps.checkpointer->reader().CycleOnDisk(robot_id);
     if (!on_disk.has_value() || *on_disk < kept_cycle || (*on_disk == kept_cycle && !kept->expired)) {
       return std::nullopt;
     }
   }
-  absl::StatusOr<std::optional<RestorableBrain>> newer = deps.checkpointer->ForHello(hello);
+  absl::StatusOr<std::optional<RestorableBrain>> newer = deps.checkpointer->reader().ForHello(hello);
   // Refused or not this token's: the kept copy answers the Hello (its token check says why).
   if (!newer.ok() || !newer->has_value()) return std::nullopt;
   // The copy's release must write nothing over the newer file: unbound before the slot goes.

@@ -1,21 +1,17 @@
 #include "server/checkpoint/checkpointer.h"
 
-#include <openssl/crypto.h>
-
 #include <cstdio>
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/sha256.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/log.h"
 
 namespace fieldbrain::server {
 
 Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics)
-    : dir_(std::move(dir)), metrics_(metrics), directory_(max_robots) {
+    : dir_(std::move(dir)), metrics_(metrics), reader_(dir_, metrics), directory_(max_robots) {
   // Temporary files of killed daemons would otherwise pile up in the shared directory.
   if (const int removed = RemoveStaleTemporaryFiles(dir_); removed > 0) {
     LogInfo("checkpoints: removed ", removed, " temporary files of daemons that are gone");
@@ -25,6 +21,7 @@ Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* 
 }
 
 void Checkpointer::set_shape(FieldShape shape) {
+  reader_.set_shape(shape);
   absl::MutexLock lock(&mu_);
   shape_ = shape;
   const size_t pattern = size_t(shape.memory()) * size_t(shape.coarse_voxels());
@@ -58,7 +55,7 @@ void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<
 }
 
 uint64_t Checkpointer::NewGeneration(const std::string& robot_id) {
-  const std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
+  const std::optional<CheckpointHead> head = reader_.HeadOnDisk(robot_id);
   absl::MutexLock lock(&mu_);
   return directory_.NewGeneration(robot_id, head ? head->generation : 0);
 }
@@ -76,105 +73,15 @@ void Checkpointer::Forget(const std::string& robot_id) {
   directory_.GaveWay(robot_id);
 }
 
-std::optional<CheckpointHead> Checkpointer::HeadOnDisk(const std::string& robot_id) const {
-  std::ifstream in(CheckpointPath(dir_, robot_id), std::ios::binary);
-  std::string prefix(kCheckpointHeadMax, '\0');
-  in.read(prefix.data(), std::streamsize(prefix.size()));
-  prefix.resize(size_t(in.gcount()));
-  std::optional<CheckpointHead> head = PeekCheckpointHead(prefix);
-  if (!head.has_value() || head->robot_id != robot_id) return std::nullopt;
-  return head;
-}
-
-std::optional<uint64_t> Checkpointer::CycleOnDisk(const std::string& robot_id) const {
-  std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
-  if (!head.has_value()) return std::nullopt;
-  return head->cycle;
-}
-
 void Checkpointer::Discard(const std::string& robot_id) {
   // Under the directory lock and ours, as a write's last check and rename are: a copy of the old
   // brain the writer already holds then finds the generation moved on and is dropped.
-  const std::optional<CheckpointHead> head = HeadOnDisk(robot_id);
+  const std::optional<CheckpointHead> head = reader_.HeadOnDisk(robot_id);
   DirectoryLock dir_lock(dir_);
   absl::MutexLock lock(&mu_);
   DropPendingLocked(robot_id);
   directory_.Discard(robot_id, head ? head->generation : 0);
   std::remove(CheckpointPath(dir_, robot_id).c_str());
-}
-
-absl::StatusOr<DecodedCheckpoint> Checkpointer::Load(const std::string& robot_id) {
-  {
-    absl::MutexLock lock(&mu_);
-    ++held_reads_;
-    auto go = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !hold_reads_ || stopping_; };
-    mu_.Await(absl::Condition(&go));
-    --held_reads_;
-  }
-  const std::string path = CheckpointPath(dir_, robot_id);
-  absl::StatusOr<std::string> bytes = ReadWholeFile(path);
-  if (!bytes.ok()) return bytes.status();
-  FieldShape shape;
-  {
-    absl::MutexLock lock(&mu_);
-    shape = shape_;
-  }
-  absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(*bytes, shape);
-  if (decoded.ok() && decoded->header.robot_id != robot_id) {
-    decoded = absl::DataLossError("the file holds another robot's brain");
-  }
-  if (!decoded.ok() && absl::IsFailedPrecondition(decoded.status())) {
-    // A whole brain this daemon cannot run (another field shape, format version or build): a
-    // daemon configured for it can. The file stays; the Hello is refused, saying why.
-    if (metrics_ != nullptr) metrics_->RecordCheckpointFailure(telemetry::CheckpointFailure::kForeign);
-    LogWarning("checkpoint of robot_id \"", robot_id, "\" (", path, ") is not for this daemon: ",
-               decoded.status().message(), "; its Hello is refused and the file kept");
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the checkpointed brain of robot_id \"", robot_id, "\" cannot run on this daemon: ", decoded.status().message(),
-        "; connect to a daemon configured for it, or send fresh=true to discard it and start a new brain"));
-  }
-  if (!decoded.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordCheckpointFailure(telemetry::CheckpointFailure::kCorrupt);
-    if (std::rename(path.c_str(), (path + ".refused").c_str()) == 0 && metrics_ != nullptr) {
-      metrics_->AddCheckpointRefusedFile();
-    }
-    LogWarning("checkpoint of robot_id \"", robot_id, "\" refused (", path, ".refused): ", decoded.status().message(),
-               "; the robot gets a new brain");
-    return absl::DataLossError(absl::StrCat("its checkpoint was refused: ", decoded.status().message()));
-  }
-  return decoded;
-}
-
-std::array<uint8_t, 32> Checkpointer::TokenHash(const std::string& token) { return Sha256(token); }
-
-bool Checkpointer::TokenMatches(const CheckpointHeader& header, const std::string& token) {
-  if (token.empty()) return false;
-  const std::array<uint8_t, 32> digest = TokenHash(token);
-  return CRYPTO_memcmp(digest.data(), header.resume_token_sha256.data(), digest.size()) == 0;
-}
-
-absl::StatusOr<std::optional<RestorableBrain>> Checkpointer::ForHello(const brain::v1::Hello& hello) {
-  if (hello.fresh()) return std::nullopt;
-  const std::string& robot_id = hello.profile().robot_id();
-  absl::StatusOr<DecodedCheckpoint> saved = Load(robot_id);
-  if (absl::IsFailedPrecondition(saved.status())) return saved.status();  // kept for another daemon
-  if (!saved.ok()) return std::nullopt;  // none, or damaged (logged, counted, set aside)
-  const CheckpointHeader& h = saved->header;
-  if (!TokenMatches(h, hello.resume_token())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "robot_id \"", robot_id, "\" has a checkpointed brain (cycle ", h.cycle,
-        "); send the resume_token of its last Welcome to resume it, or fresh=true to discard it and start a "
-        "new brain"));
-  }
-  if (uint32_t(h.sensor_count) != hello.profile().sensor_count() ||
-      uint32_t(h.motor_count) != hello.profile().motor_count()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the checkpointed brain of robot_id \"", robot_id, "\" has ", h.sensor_count, " sensors and ",
-        h.motor_count, " motors, this Hello's profile ", hello.profile().sensor_count(), " and ",
-        hello.profile().motor_count(), "; send fresh=true to discard it and start a new brain"));
-  }
-  LogInfo("robot_id \"", robot_id, "\" resumes from its checkpoint at cycle ", h.cycle);
-  return RestorableBrain{h.seed, h.generation, std::make_shared<const BrainSnapshot>(std::move(saved->snapshot))};
 }
 
 bool Checkpointer::Wants(int slot) const {
@@ -270,16 +177,6 @@ void Checkpointer::HoldWritesBeforeRenameForTesting(bool hold) {
   hold_before_rename_ = hold;
 }
 
-void Checkpointer::HoldReadsForTesting(bool hold) {
-  absl::MutexLock lock(&mu_);
-  hold_reads_ = hold;
-}
-
-int Checkpointer::ReadsHeldForTesting() const {
-  absl::MutexLock lock(&mu_);
-  return held_reads_;
-}
-
 int Checkpointer::WritesHeldForTesting() const {
   absl::MutexLock lock(&mu_);
   return held_before_rename_;
@@ -359,7 +256,7 @@ bool Checkpointer::StillCurrentLocked(const Job& job) const {
   }
   // Another daemon's newer brain of the robot, or the same brain run further there (the robot
   // moved on), stays.
-  if (std::optional<CheckpointHead> on_disk = HeadOnDisk(h.robot_id); on_disk.has_value()) {
+  if (std::optional<CheckpointHead> on_disk = reader_.HeadOnDisk(h.robot_id); on_disk.has_value()) {
     if (on_disk->generation > h.generation) return false;
     if (on_disk->generation == h.generation && on_disk->cycle > h.cycle) return false;
   }

@@ -44,25 +44,21 @@
 #include "brain/v1/brain.pb.h"
 #include "server/checkpoint/brain_directory.h"
 #include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpoint_reader.h"
 #include "server/checkpoint/snapshot_sink.h"
 #include "telemetry/metrics.h"
 
 namespace fieldbrain::server {
-
-// A brain found on disk for a Hello, ready to be restored into a new slot.
-struct RestorableBrain {
-  uint64_t seed = 0;
-  uint64_t generation = 0;  // the file's: a resumed brain keeps its generation
-  std::shared_ptr<const BrainSnapshot> snapshot;
-};
 
 class Checkpointer final : public SnapshotSink {
  public:
   // `dir` must exist and be writable (CheckCheckpointDir). `metrics` nullable, not owned.
   Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics);
   // The daemon's field shape, known once the engine is made: allocates the snapshot buffers. Set
-  // once, before the first Load or Claim.
+  // once, before the first read or Claim.
   void set_shape(FieldShape shape);
+  // What is read back from the directory (a Hello's checkpoint, a file's head).
+  CheckpointReader& reader() { return reader_; }
 
   static constexpr int kBuffers = 4;
   ~Checkpointer() override;  // writes what is pending, then stops the writer
@@ -76,26 +72,10 @@ class Checkpointer final : public SnapshotSink {
   // Any thread. Forgets the robot's slots, so a brain being released there is not written: a
   // newer copy on disk replaces it. The file stays.
   void Forget(const std::string& robot_id);
-  // Any thread. The cycle count in the header of the robot's checkpoint, read without checking
-  // the file (Load does): whether another daemon has run the brain further than a kept copy.
-  std::optional<uint64_t> CycleOnDisk(const std::string& robot_id) const;
   // Any thread. Deletes the robot's checkpoint and forgets its slots: a fresh brain replaces it.
   // The robot's generation moves on, so no copy of the old brain is written afterwards, not even
   // one the writer already holds.
   void Discard(const std::string& robot_id);
-  // Any thread. The robot's last checkpoint: NotFound when it has none; DATA_LOSS for a damaged
-  // file (cut short, corrupt, another robot's), which is set aside as <file>.refused, logged once
-  // and counted; FAILED_PRECONDITION naming both sides for a whole brain this daemon cannot run
-  // (another field shape, format version or build), which stays where it is (logged, counted).
-  absl::StatusOr<DecodedCheckpoint> Load(const std::string& robot_id);
-
-  // What a Hello for a robot the daemon does not hold in memory finds on disk: nothing (a new
-  // brain; also when the file was damaged, or when the Hello asks `fresh`, whose file the caller
-  // discards once the new session is granted), or a brain to restore when the Hello carries the
-  // token the file was written for and the same counts; otherwise FAILED_PRECONDITION saying how
-  // to resume or start fresh, as for a brain kept in memory, or naming the file's field shape (or
-  // version) and this daemon's when the brain cannot run here.
-  absl::StatusOr<std::optional<RestorableBrain>> ForHello(const brain::v1::Hello& hello);
   // Any thread. Waits until nothing of `robot_id` is on its way to disk (no slot bound to it whose
   // release has not copied its final state, no pending or running write), up to `timeout`; false
   // then. For a Hello of a robot the sessions no longer hold: its file is then the newest copy.
@@ -113,10 +93,6 @@ class Checkpointer final : public SnapshotSink {
   // retry counts), or `timeout` passes; false then.
   bool Flush(absl::Duration timeout);
 
-  // SHA-256 of a resume token, as checkpoints store it; and whether `token` is the one `header`
-  // was written for (constant time).
-  static std::array<uint8_t, 32> TokenHash(const std::string& token);
-  static bool TokenMatches(const CheckpointHeader& header, const std::string& token);
 
   int64_t written() const;
   int64_t failures() const;
@@ -128,10 +104,6 @@ class Checkpointer final : public SnapshotSink {
   // Testing only: while set, a write waits after its temporary file is written and before its last
   // check and rename (a copy held at the writer); WritesHeldForTesting counts those waiting.
   void HoldWritesBeforeRenameForTesting(bool hold);
-  // Testing only: while set, Load waits before it reads the file (a slow disk under a Hello);
-  // ReadsHeldForTesting counts those waiting.
-  void HoldReadsForTesting(bool hold);
-  int ReadsHeldForTesting() const;
   int WritesHeldForTesting() const;
 
  private:
@@ -144,8 +116,6 @@ class Checkpointer final : public SnapshotSink {
   void WriterLoop();
   void WriteOne(Job job);
   BrainSnapshot* ClaimLocked(int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The head of the robot's file (unchecked), if it has one.
-  std::optional<CheckpointHead> HeadOnDisk(const std::string& robot_id) const;
   void FreeLocked(BrainSnapshot* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the robot's queued copy, if any (its buffer back to free_).
   void DropPendingLocked(const std::string& robot_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -154,6 +124,7 @@ class Checkpointer final : public SnapshotSink {
 
   const std::string dir_;
   telemetry::Metrics* const metrics_;
+  CheckpointReader reader_;
 
   mutable absl::Mutex mu_;
   FieldShape shape_ ABSL_GUARDED_BY(mu_);
@@ -167,8 +138,6 @@ class Checkpointer final : public SnapshotSink {
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool hold_before_rename_ ABSL_GUARDED_BY(mu_) = false;
   int held_before_rename_ ABSL_GUARDED_BY(mu_) = 0;
-  bool hold_reads_ ABSL_GUARDED_BY(mu_) = false;
-  int held_reads_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;

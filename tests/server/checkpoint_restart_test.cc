@@ -476,7 +476,7 @@ TEST_F(CheckpointRestartTest, ACheckpointOfAnotherShapeRefusesTheHelloAndStays) 
   header.seed = 99;
   header.cycle = 0;
   header.robot_id = "elsewhere";
-  header.resume_token_sha256 = Checkpointer::TokenHash(token);
+  header.resume_token_sha256 = CheckpointReader::TokenHash(token);
   const std::string path = CheckpointPath(dir_, "elsewhere");
   ASSERT_TRUE(WriteFileAtomically(path, EncodeCheckpoint(header, *brain)).ok());
 
@@ -525,7 +525,7 @@ TEST_F(CheckpointRestartTest, HellosWaitingOnTheDiskDoNotHoldUpLiveRobots) {
   auto stub = StubOf(*server);
   RawStream steady(stub.get());
   ASSERT_TRUE(steady.Open(HelloOf("steady")).has_value());
-  server->checkpointer()->HoldReadsForTesting(true);
+  server->checkpointer()->reader().HoldReadsForTesting(true);
   std::vector<std::thread> wave;
   std::atomic<int> resumed{0};
   for (int r = 0; r < kWave; ++r) {
@@ -535,14 +535,14 @@ TEST_F(CheckpointRestartTest, HellosWaitingOnTheDiskDoNotHoldUpLiveRobots) {
       if (w.has_value() && w->resumed() && w->cycle() == 1) resumed.fetch_add(1);
     });
   }
-  ASSERT_TRUE(Eventually([&] { return server->checkpointer()->ReadsHeldForTesting() >= 1; }));
+  ASSERT_TRUE(Eventually([&] { return server->checkpointer()->reader().ReadsHeldForTesting() >= 1; }));
   for (int t = 1; t <= 20; ++t) {
     std::optional<MotorFrame> m = steady.Step(Frame(t));
     ASSERT_TRUE(m.has_value()) << "frame " << t;
     EXPECT_EQ(m->status(), brain::v1::OK);
   }
   EXPECT_EQ(resumed.load(), 0) << "a held read answered";
-  server->checkpointer()->HoldReadsForTesting(false);
+  server->checkpointer()->reader().HoldReadsForTesting(false);
   for (std::thread& t : wave) t.join();
   EXPECT_EQ(resumed.load(), kWave);
 }
