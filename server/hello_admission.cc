@@ -94,11 +94,6 @@ void HelloAdmission::Admit(const ServiceDeps& deps, const brain::v1::Hello& hell
   });
 }
 
-int64_t HelloAdmission::admitted() const {
-  absl::MutexLock lock(&mu_);
-  return admitted_;
-}
-
 void HelloAdmission::Work() {
   for (;;) {
     absl::AnyInvocable<void() &&> job;
@@ -111,8 +106,6 @@ void HelloAdmission::Work() {
       jobs_.pop_front();
     }
     std::move(job)();
-    absl::MutexLock lock(&mu_);
-    ++admitted_;
   }
 }
 

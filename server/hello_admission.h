@@ -49,15 +49,12 @@ class HelloAdmission {
   // valid until `done` runs.
   void Admit(const ServiceDeps& deps, const brain::v1::Hello& hello, StreamId stream, Done done);
 
-  int64_t admitted() const;
-
  private:
   void Work();
 
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
   std::deque<absl::AnyInvocable<void() &&>> jobs_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t admitted_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 };
 

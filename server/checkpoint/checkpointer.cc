@@ -23,7 +23,6 @@ Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* 
 void Checkpointer::set_shape(FieldShape shape) {
   reader_.set_shape(shape);
   absl::MutexLock lock(&mu_);
-  shape_ = shape;
   const size_t pattern = size_t(shape.memory()) * size_t(shape.coarse_voxels());
   for (int i = 0; i < kBuffers; ++i) {
     auto buffer = std::make_unique<BrainSnapshot>();

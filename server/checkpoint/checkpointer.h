@@ -127,7 +127,6 @@ class Checkpointer final : public SnapshotSink {
   CheckpointReader reader_;
 
   mutable absl::Mutex mu_;
-  FieldShape shape_ ABSL_GUARDED_BY(mu_);
   BrainDirectory directory_ ABSL_GUARDED_BY(mu_);  // which slot holds whose brain, and where each is
   std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // robot_id -> newest unwritten
   std::vector<std::unique_ptr<BrainSnapshot>> buffers_;       // allocated by set_shape
