@@ -419,7 +419,7 @@ void BatchScheduler::RunCommands() {
     auto create = [&] { return c.restore != nullptr ? engine_->CreateBrainFrom(*c.restore) : engine_->CreateBrain(c.spec); };
     absl::StatusOr<int> slot = refuse ? absl::StatusOr<int>(absl::UnavailableError(kShuttingDownDetail)) : create();
     if (!refuse && !slot.ok() && !engine_->health().ok()) NoteEngineError("CreateBrain", slot.status());
-    // A full pool may be waiting on a release queued during this round (say, the session table
+    // A full pool may be waiting on a release queued during this round (say, the brain directory
     // handing back a brain whose robot reconnected while it was created): releasing early frees
     // nothing anyone still uses, so run those and try once more. Released slots whose final copy
     // waits for a buffer are finished here (waiting a little for the writer): a new brain needs

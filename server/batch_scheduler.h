@@ -160,7 +160,7 @@ class BatchScheduler {
   int64_t batches_run() const { return batches_run_.load(std::memory_order_relaxed); }
   int64_t releases() const { return releases_.load(std::memory_order_relaxed); }
   int64_t jobs_run() const { return jobs_run_.load(std::memory_order_relaxed); }  // on the engine thread
-  // ReleaseBrain calls the engine found already free (must stay 0: the session table releases
+  // ReleaseBrain calls the engine found already free (must stay 0: the brain directory releases
   // each slot once).
   int64_t double_releases() const { return double_releases_.load(std::memory_order_relaxed); }
 

@@ -137,7 +137,14 @@ absl::Status BrainServer::StartBrain(const std::string& version) {
   const ServerConfig& config = config_;
   if (!config.checkpoint_dir.empty()) {
     if (absl::Status s = CheckCheckpointDir(config.checkpoint_dir); !s.ok()) return s;
-    checkpointer_ = std::make_unique<Checkpointer>(config.checkpoint_dir, config.max_robots, metrics_.get());
+  }
+  // Slots the directory gives up go to the engine thread's inbox. No session exists before the
+  // scheduler does, so none is released before scheduler_ is set.
+  directory_ = std::make_unique<BrainDirectory>(
+      config.max_robots, absl::Seconds(config.idle_keep_s), /*saves_brains=*/!config.checkpoint_dir.empty(),
+      [this](int slot) { scheduler_->ReleaseBrain(slot); }, metrics_.get());
+  if (!config.checkpoint_dir.empty()) {
+    checkpointer_ = std::make_unique<Checkpointer>(config.checkpoint_dir, directory_.get(), metrics_.get());
   }
 
   SchedulerOptions options;
@@ -176,14 +183,9 @@ absl::Status BrainServer::StartBrain(const std::string& version) {
   }
   metrics_->SetPoolBytes(facts.pool_bytes);
 
-  BatchScheduler* sched = scheduler_.get();
-  sessions_ = std::make_unique<SessionTable>(
-      facts.max_robots, absl::Seconds(config.idle_keep_s), [sched](int slot) { sched->ReleaseBrain(slot); },
-      metrics_.get());
-
   ServiceDeps deps;
-  deps.sessions = sessions_.get();
-  deps.scheduler = sched;
+  deps.directory = directory_.get();
+  deps.scheduler = scheduler_.get();
   deps.metrics = metrics_.get();
   deps.limits = MakeLimits(config);
   deps.max_frame_hz = config.max_frame_hz;
@@ -260,7 +262,7 @@ void BrainServer::ReapIdle() {
   const absl::Duration period = std::clamp(shortest / 4, absl::Milliseconds(10), absl::Seconds(5));
   while (!stop_reaper_.WaitForNotificationWithTimeout(period)) {
     const absl::Time now = absl::Now();
-    sessions_->ExpireIdle(now);
+    directory_->ExpireIdle(now);
     service_->registry().ForEachLive(
         [&](CycleStream& s) { s.ExpireIfSilent(now, hello_timeout, frame_timeout); });
   }

@@ -23,7 +23,6 @@
 #include "server/checkpoint/checkpointer.h"
 #include "server/memory/memory_service.h"
 #include "server/server_config.h"
-#include "server/session_table.h"
 #include "telemetry/metrics.h"
 #include "telemetry/metrics_exposer.h"
 
@@ -62,7 +61,7 @@ class BrainServer {
   const EngineFacts& facts() const { return scheduler_->facts(); }
   const ServerConfig& config() const { return config_; }
   telemetry::Metrics& metrics() { return *metrics_; }
-  SessionTable& sessions() { return *sessions_; }
+  BrainDirectory& directory() { return *directory_; }  // only when serves_brain()
   BatchScheduler& scheduler() { return *scheduler_; }  // only when serves_brain()
   memory::MemoryService* memory_service() { return memory_.get(); }  // null when not served
   Checkpointer* checkpointer() { return checkpointer_.get(); }      // null without --checkpoint_dir
@@ -77,7 +76,7 @@ class BrainServer {
 
  private:
   explicit BrainServer(const ServerConfig& config);
-  // The robots' half: checkpointer, engine thread, sessions, the Brain service.
+  // The robots' half: brain directory, checkpointer, engine thread, the Brain service.
   absl::Status StartBrain(const std::string& version);
   // --serve=memory: the Memory service's backend by --engine, a CUDA one proven by its start-up
   // HRR round trip (server/engine_choice.h); said in the log and in brain_engine_info.
@@ -95,9 +94,11 @@ class BrainServer {
   const ServerConfig config_;
   std::unique_ptr<telemetry::Metrics> metrics_;
   AccessControl access_;  // before the services that read it
-  std::unique_ptr<Checkpointer> checkpointer_;  // before the scheduler, which hands it snapshots
+  // The directory outlives the checkpointer (whose last writes report to it); both outlive the
+  // scheduler, which hands the checkpointer snapshots.
+  std::unique_ptr<BrainDirectory> directory_;
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<BatchScheduler> scheduler_;
-  std::unique_ptr<SessionTable> sessions_;
   std::unique_ptr<BrainService> service_;
   std::unique_ptr<memory::MemoryService> memory_;  // after scheduler_: its store lives on that thread
   std::unique_ptr<grpc::Server> server_;

@@ -40,7 +40,7 @@ grpc::ServerUnaryReactor* BrainService::GetServerInfo(grpc::CallbackServerContex
   info->set_device(facts.device);
   FillFieldShape(info->mutable_field());
   *info->mutable_limits() = deps_.limits;
-  info->set_sessions_active(static_cast<uint32_t>(deps_.sessions->live()));
+  info->set_sessions_active(static_cast<uint32_t>(deps_.directory->live()));
   info->set_cycles_total(deps_.scheduler->cycles_total());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

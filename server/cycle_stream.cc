@@ -160,7 +160,7 @@ void CycleStream::HandleHello() {
                                    hello.profile().robot_id(), "\"")));
     return;
   }
-  // Before the session table: a caller that may not drive this id learns nothing of its brain,
+  // Before the brain directory: a caller that may not drive this id learns nothing of its brain,
   // and `fresh` discards a kept brain only for one that may.
   if (deps.access != nullptr) {
     if (absl::Status s = deps.access->CheckRobot(authorization_, hello.profile().robot_id()); !s.ok()) {
@@ -225,8 +225,9 @@ void CycleStream::OnAdmitted(absl::StatusOr<Admission> admission) {
     ++outstanding_;
     hold = TakeHoldLocked();
   }
-  auto created = [this, g = std::move(grant), generation = admission->generation, hold = std::move(hold)](
-                     absl::StatusOr<int> slot) mutable { OnBrainCreated(std::move(g), generation, std::move(slot)); };
+  auto created = [this, g = std::move(grant), hold = std::move(hold)](absl::StatusOr<int> slot) mutable {
+    OnBrainCreated(std::move(g), std::move(slot));
+  };
   if (admission->restore.has_value()) {
     deps.scheduler->CreateBrainFrom(spec, std::move(admission->restore->snapshot), std::move(created));
   } else {
@@ -234,8 +235,8 @@ void CycleStream::OnAdmitted(absl::StatusOr<Admission> admission) {
   }
 }
 
-void CycleStream::OnBrainCreated(SessionGrant grant, uint64_t generation, absl::StatusOr<int> slot) {
-  SessionTable& sessions = *service_->deps().sessions;
+void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
+  BrainDirectory& directory = *service_->deps().directory;
   {
     std::string robot_id;
     {
@@ -243,12 +244,9 @@ void CycleStream::OnBrainCreated(SessionGrant grant, uint64_t generation, absl::
       robot_id = robot_id_;
     }
     if (slot.ok()) {
-      if (Checkpointer* checkpointer = service_->deps().checkpointer; checkpointer != nullptr) {
-        checkpointer->Bind(*slot, robot_id, CheckpointReader::TokenHash(grant.resume_token), generation);
-      }
-      sessions.CompleteCreate(robot_id, id_, *slot);
+      directory.CompleteCreate(robot_id, id_, *slot);
     } else {
-      sessions.AbortCreate(robot_id, id_);
+      directory.AbortCreate(robot_id, id_);
     }
   }
   {
@@ -367,7 +365,7 @@ void CycleStream::OnDone() {
     attached = attached_;
   }
   // The session outlives the stream: its brain is kept for a resume (or released at once).
-  if (attached) service_->deps().sessions->Detach(robot_id, id_, absl::Now());
+  if (attached) service_->deps().directory->Detach(robot_id, id_, absl::Now());
   Release();
 }
 
@@ -461,7 +459,7 @@ void CycleStream::MaybeFinishLocked() {
   // Detach now rather than at OnDone, so a robot reconnecting right after an error finds its id
   // free sooner (OnDone detaches again; that is a no-op).
   if (attached_) {
-    service_->deps().sessions->Detach(robot_id_, id_, absl::Now());
+    service_->deps().directory->Detach(robot_id_, id_, absl::Now());
     // The robot went away: its brain to disk now, not only when the kept brain expires.
     if (service_->deps().checkpointer != nullptr && slot_ >= 0) service_->deps().scheduler->SnapshotSlot(slot_);
   }

@@ -1,6 +1,6 @@
 // CycleStream: the reactor of one Cycle stream (gRPC callback API).
 //
-// Hello first: the profile is checked, the SessionTable grants a kept brain or a reservation, a
+// Hello first: the profile is checked, the BrainDirectory grants a kept brain or a reservation, a
 // new brain is created on the engine thread, and a Welcome goes back. Then every SensorFrame is
 // validated here (bad ones are answered at once with zero motors) and good ones are submitted to
 // the BatchScheduler, whose answers come back through Deliver (FrameSink).
@@ -16,7 +16,7 @@
 // Hold value, which releases it when the callback goes. gRPC reactions never run inline inside
 // StartRead/StartWrite/Finish, so those are called with the mutex held.
 //
-// Lock order: registry -> stream -> session table -> scheduler inbox. The scheduler calls
+// Lock order: registry -> stream -> brain directory -> scheduler inbox. The scheduler calls
 // Deliver and creation callbacks with no lock held; the stream calls the scheduler only
 // without its own lock (a superseded answer comes back inline).
 #pragma once
@@ -35,11 +35,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "brain/v1/brain.grpc.pb.h"
+#include "server/brain_directory.h"
 #include "server/checkpoint/checkpointer.h"
 #include "server/hello_admission.h"
 #include "server/outbound_ring.h"
 #include "server/frame_sink.h"
-#include "server/session_table.h"
 
 namespace fieldbrain::server {
 
@@ -122,7 +122,7 @@ class CycleStream final
   // to create first, or the stream's end.
   void OnAdmitted(absl::StatusOr<Admission> admission);
   void HandleFrame(const brain::v1::SensorFrame& frame);
-  void OnBrainCreated(SessionGrant grant, uint64_t generation, absl::StatusOr<int> slot);
+  void OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot);
 
   // Ends the stream once owed writes allow: `drop` discards answers not yet written (errors,
   // cancel); otherwise every owed answer is written first. The first reason wins, except that

@@ -18,10 +18,10 @@ constexpr absl::Duration kAwaitSavedTimeout = absl::Seconds(2);
 absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const ServiceDeps& deps, const brain::v1::Hello& hello) {
   if (deps.checkpointer == nullptr) return std::nullopt;
   const std::string& robot_id = hello.profile().robot_id();
-  if (!deps.sessions->Knows(robot_id)) {
+  if (!deps.directory->Knows(robot_id)) {
     // A brain just released may still be on its way to disk (its final copy waiting for a buffer,
     // or queued at the writer): the file is the newest copy only once it has landed.
-    if (!hello.fresh() && !deps.checkpointer->AwaitSaved(robot_id, kAwaitSavedTimeout)) {
+    if (!hello.fresh() && !deps.directory->AwaitSettled(robot_id, kAwaitSavedTimeout)) {
       return absl::UnavailableError(absl::StrCat("the brain of robot_id \"", robot_id,
                                                  "\" is still being saved from its last session; retry shortly"));
     }
@@ -31,7 +31,7 @@ absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const ServiceDeps& de
   // the robot ran on another daemon since (a higher cycle), or started afresh there (the Hello's
   // token is the file's, not the copy's). An expired copy, not yet reaped, gives way to a file that
   // holds at least as much.
-  const std::optional<SessionTable::KeptBrain> kept = deps.sessions->Kept(robot_id, hello.resume_token(), absl::Now());
+  const std::optional<BrainDirectory::KeptBrain> kept = deps.directory->Kept(robot_id, hello.resume_token(), absl::Now());
   if (!kept.has_value() || hello.fresh()) return std::nullopt;
   const uint64_t kept_cycle = deps.scheduler->brain_cycle(kept->slot);
   if (kept->token_matches) {
@@ -43,9 +43,11 @@ absl::StatusOr<std::optional<RestorableBrain>> BrainOnDisk(const ServiceDeps& de
   absl::StatusOr<std::optional<RestorableBrain>> newer = deps.checkpointer->reader().ForHello(hello);
   // Refused or not this token's: the kept copy answers the Hello (its token check says why).
   if (!newer.ok() || !newer->has_value()) return std::nullopt;
-  // The copy's release must write nothing over the newer file: unbound before the slot goes.
-  const bool dropped = deps.sessions->DropKept(robot_id, [&] { deps.checkpointer->Forget(robot_id); });
-  if (!dropped && deps.sessions->Knows(robot_id)) return std::nullopt;  // it was resumed meanwhile
+  // The kept copy gives way: its slot is released without a final copy, and a periodic copy not
+  // yet written is dropped.
+  const bool dropped = deps.directory->DropKept(robot_id);
+  if (!dropped && deps.directory->Knows(robot_id)) return std::nullopt;  // it was resumed meanwhile
+  deps.checkpointer->Forget(robot_id);
   LogInfo("robot_id \"", robot_id, "\": its kept brain (cycle ", kept_cycle, ") gives way to its checkpoint (cycle ",
           (*newer)->snapshot->state.cycle, ")");
   return newer;
@@ -59,19 +61,20 @@ absl::StatusOr<Admission> AdmitHello(const ServiceDeps& deps, const brain::v1::H
   if (!found.ok()) return found.status();
   Admission a;
   a.restore = *std::move(found);
-  absl::StatusOr<SessionGrant> grant = a.restore.has_value()
-                                           ? deps.sessions->AttachRestored(hello, stream, a.restore->seed)
-                                           : deps.sessions->Attach(hello, stream, absl::Now());
+  absl::StatusOr<SessionGrant> grant;
+  if (a.restore.has_value()) {
+    grant = deps.directory->AttachRestored(hello, stream, a.restore->seed, a.restore->generation);
+  } else {
+    // A new brain's generation goes above its file's too (another daemon's brain of the robot).
+    std::optional<CheckpointHead> head;
+    if (deps.checkpointer != nullptr) head = deps.checkpointer->reader().HeadOnDisk(robot_id);
+    grant = deps.directory->Attach(hello, stream, absl::Now(), head.has_value() ? head->generation : 0);
+  }
   if (!grant.ok()) return grant.status();
   a.grant = *std::move(grant);
-  // A fresh brain replaces a kept one: its checkpoint goes too, and the robot's generation moves
-  // on, so no copy of the old brain lands afterwards.
+  // A fresh brain replaces the old one: its checkpoint goes too. The new brain's generation,
+  // granted above, already leaves every copy of the old one unwritten.
   if (deps.checkpointer != nullptr && hello.fresh()) deps.checkpointer->Discard(robot_id);
-  // A resumed brain keeps its generation; a new one (first, fresh, or after an expiry) gets the
-  // next.
-  if (deps.checkpointer != nullptr && a.grant.needs_brain()) {
-    a.generation = a.restore.has_value() ? a.restore->generation : deps.checkpointer->NewGeneration(robot_id);
-  }
   return a;
 }
 

@@ -1,6 +1,6 @@
 // HelloAdmission: the step between a Hello that passed its cheap checks (profile, token, x-robot-id:
 // on the gRPC thread) and the brain it gets. It decides which brain that is (a kept one, one from
-// its checkpoint, or a new one of a new generation) with the session table and the checkpointer,
+// its checkpoint, or a new one of a new generation) with the brain directory and the checkpointer,
 // which may mean reading and hashing a checkpoint of up to 9 MiB or waiting for a just-released
 // brain to reach disk: so it runs on threads of its own, never on gRPC's callback threads, which
 // every live stream needs. A wave of robots failing over onto a shared volume then delays only
@@ -22,15 +22,14 @@
 
 namespace fieldbrain::server {
 
-// What a Hello was admitted to: its session, and for a brain still to be made, the checkpoint it
-// is restored from (if any) and its generation (checkpoint_format.h).
+// What a Hello was admitted to: its session (with its brain's generation, checkpoint_format.h),
+// and for a brain still to be made, the checkpoint it is restored from (if any).
 struct Admission {
   SessionGrant grant;
   std::optional<RestorableBrain> restore;
-  uint64_t generation = 0;
 };
 
-// The admission itself: the session table and the checkpointer decide. Any thread; blocks on
+// The admission itself: the brain directory and the checkpointer decide. Any thread; blocks on
 // disk. Fails with the status the stream ends with (FAILED_PRECONDITION for a brain the Hello
 // may not take, ALREADY_EXISTS, RESOURCE_EXHAUSTED, UNAVAILABLE while the robot's last brain is
 // still being saved).

@@ -7,14 +7,14 @@
 #include "brain/v1/brain.pb.h"
 #include "server/access_control.h"
 #include "server/batch_scheduler.h"
+#include "server/brain_directory.h"
 #include "server/checkpoint/checkpointer.h"
-#include "server/session_table.h"
 #include "telemetry/metrics.h"
 
 namespace fieldbrain::server {
 
 struct ServiceDeps {
-  SessionTable* sessions = nullptr;
+  BrainDirectory* directory = nullptr;  // where every robot's brain is; not owned
   BatchScheduler* scheduler = nullptr;
   telemetry::Metrics* metrics = nullptr;  // nullable
   brain::v1::ServerLimits limits;

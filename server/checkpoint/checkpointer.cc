@@ -10,8 +10,8 @@
 
 namespace fieldbrain::server {
 
-Checkpointer::Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics)
-    : dir_(std::move(dir)), metrics_(metrics), reader_(dir_, metrics), directory_(max_robots) {
+Checkpointer::Checkpointer(std::string dir, BrainDirectory* directory, telemetry::Metrics* metrics)
+    : dir_(std::move(dir)), metrics_(metrics), reader_(dir_, metrics), directory_(directory) {
   // Temporary files of killed daemons would otherwise pile up in the shared directory.
   if (const int removed = RemoveStaleTemporaryFiles(dir_); removed > 0) {
     LogInfo("checkpoints: removed ", removed, " temporary files of daemons that are gone");
@@ -47,18 +47,6 @@ Checkpointer::~Checkpointer() {
   writer_.join();
 }
 
-void Checkpointer::Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256,
-                        uint64_t generation) {
-  absl::MutexLock lock(&mu_);
-  directory_.Bind(slot, robot_id, token_sha256, generation);
-}
-
-uint64_t Checkpointer::NewGeneration(const std::string& robot_id) {
-  const std::optional<CheckpointHead> head = reader_.HeadOnDisk(robot_id);
-  absl::MutexLock lock(&mu_);
-  return directory_.NewGeneration(robot_id, head ? head->generation : 0);
-}
-
 void Checkpointer::DropPendingLocked(const std::string& robot_id) {
   if (auto it = pending_.find(robot_id); it != pending_.end()) {
     FreeLocked(it->second.snapshot);
@@ -69,23 +57,19 @@ void Checkpointer::DropPendingLocked(const std::string& robot_id) {
 void Checkpointer::Forget(const std::string& robot_id) {
   absl::MutexLock lock(&mu_);
   DropPendingLocked(robot_id);
-  directory_.GaveWay(robot_id);
 }
 
 void Checkpointer::Discard(const std::string& robot_id) {
   // Under the directory lock and ours, as a write's last check and rename are: a copy of the old
-  // brain the writer already holds then finds the generation moved on and is dropped.
-  const std::optional<CheckpointHead> head = reader_.HeadOnDisk(robot_id);
+  // brain renamed before this is deleted here, and one checked after finds the generation moved on.
   DirectoryLock dir_lock(dir_);
   absl::MutexLock lock(&mu_);
   DropPendingLocked(robot_id);
-  directory_.Discard(robot_id, head ? head->generation : 0);
   std::remove(CheckpointPath(dir_, robot_id).c_str());
 }
 
 bool Checkpointer::Wants(int slot) const {
-  absl::MutexLock lock(&mu_);
-  return directory_.RobotIn(slot) != nullptr;
+  return directory_->CopiesWanted(slot);
 }
 
 BrainSnapshot* Checkpointer::Claim(int slot) {
@@ -96,7 +80,8 @@ BrainSnapshot* Checkpointer::Claim(int slot) {
 BrainSnapshot* Checkpointer::ClaimBefore(int slot, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto claimable = [this, slot]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !free_.empty() || stopping_ || directory_.RobotIn(slot) == nullptr;
+    // Unbinding paths that end this wait (Forget, Discard) take mu_, so it is looked at again.
+    return !free_.empty() || stopping_ || !directory_->CopiesWanted(slot);
   };
   mu_.AwaitWithDeadline(absl::Condition(&claimable), deadline);
   return ClaimLocked(slot);
@@ -104,15 +89,15 @@ BrainSnapshot* Checkpointer::ClaimBefore(int slot, absl::Time deadline) {
 
 bool Checkpointer::Holds(int slot, uint64_t cycle) const {
   absl::MutexLock lock(&mu_);
-  const std::string* robot_id = directory_.RobotIn(slot);
-  if (robot_id == nullptr) return false;
-  if (auto it = pending_.find(*robot_id); it != pending_.end()) return it->second.header.cycle == cycle;
-  if (writing_robot_ == *robot_id) return writing_cycle_ == cycle;
-  return directory_.Find(*robot_id)->written_cycle == cycle;
+  const std::optional<BrainDirectory::SlotBrain> brain = directory_->BrainIn(slot);
+  if (!brain.has_value()) return false;
+  if (auto it = pending_.find(brain->robot_id); it != pending_.end()) return it->second.header.cycle == cycle;
+  if (writing_robot_ == brain->robot_id) return writing_cycle_ == cycle;
+  return directory_->WrittenCycle(brain->robot_id) == cycle;
 }
 
 BrainSnapshot* Checkpointer::ClaimLocked(int slot) {
-  if (directory_.RobotIn(slot) == nullptr) return nullptr;
+  if (!directory_->CopiesWanted(slot)) return nullptr;
   if (free_.empty()) return nullptr;  // the scheduler asks again after the slot's next cycle
   BrainSnapshot* buffer = free_.back();
   free_.pop_back();
@@ -121,14 +106,13 @@ BrainSnapshot* Checkpointer::ClaimLocked(int slot) {
 
 void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
   absl::MutexLock lock(&mu_);
-  const std::string* bound = directory_.RobotIn(slot);
-  if (!copied || bound == nullptr) {
+  const std::optional<BrainDirectory::SlotBrain> brain = directory_->BrainIn(slot);
+  if (!copied || !brain.has_value()) {
     FreeLocked(buffer);
     return;
   }
-  const std::string robot_id = *bound;
-  const BrainDirectory::Robot& robot = *directory_.Find(robot_id);
-  if (robot.written_cycle == buffer->state.cycle && !pending_.contains(robot_id)) {
+  const std::string& robot_id = brain->robot_id;
+  if (directory_->WrittenCycle(robot_id) == buffer->state.cycle && !pending_.contains(robot_id)) {
     FreeLocked(buffer);  // the file already holds this very brain
     return;
   }
@@ -139,8 +123,8 @@ void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
   job.header.seed = buffer->params.seed;
   job.header.cycle = buffer->state.cycle;
   job.header.robot_id = robot_id;
-  job.header.resume_token_sha256 = robot.token_sha256;
-  job.header.generation = robot.generation;
+  job.header.resume_token_sha256 = brain->token_sha256;
+  job.header.generation = brain->generation;
   job.snapshot = buffer;
   if (auto it = pending_.find(robot_id); it != pending_.end()) {
     FreeLocked(it->second.snapshot);  // replaced before it was written
@@ -154,16 +138,10 @@ void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
 
 void Checkpointer::Released(int slot) {
   absl::MutexLock lock(&mu_);
-  const std::string* robot_id = directory_.RobotIn(slot);
-  if (robot_id == nullptr) return;
-  const bool on_its_way = pending_.contains(*robot_id) || writing_robot_ == *robot_id;
-  directory_.Released(slot, on_its_way);
-}
-
-bool Checkpointer::AwaitSaved(const std::string& robot_id, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto saved = [this, &robot_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !directory_.Unsettled(robot_id); };
-  return mu_.AwaitWithTimeout(absl::Condition(&saved), timeout);
+  const std::optional<BrainDirectory::SlotBrain> brain = directory_->BrainIn(slot);
+  const bool on_its_way =
+      brain.has_value() && (pending_.contains(brain->robot_id) || writing_robot_ == brain->robot_id);
+  directory_->SlotFreed(slot, on_its_way);
 }
 
 void Checkpointer::PauseWriterForTesting(bool paused) {
@@ -249,10 +227,9 @@ void Checkpointer::WriterLoop() {
 
 bool Checkpointer::StillCurrentLocked(const Job& job) const {
   const CheckpointHeader& h = job.header;
-  // A `fresh` here since the copy was made: the old brain's copy is not written.
-  if (const BrainDirectory::Robot* r = directory_.Find(h.robot_id); r != nullptr && r->generation > h.generation) {
-    return false;
-  }
+  // A new brain here since the copy was made (a `fresh`, an expiry): the old brain's copy is not
+  // written.
+  if (directory_->Generation(h.robot_id) > h.generation) return false;
   // Another daemon's newer brain of the robot, or the same brain run further there (the robot
   // moved on), stays.
   if (std::optional<CheckpointHead> on_disk = reader_.HeadOnDisk(h.robot_id); on_disk.has_value()) {
@@ -294,7 +271,7 @@ void Checkpointer::WriteOne(Job job) {
     if (status.ok()) {
       if (!dropped) {
         ++written_;
-        directory_.Written(robot_id, job.header.cycle);
+        directory_->Written(robot_id, job.header.generation, job.header.cycle);
       }
       FreeLocked(job.snapshot);
       job.snapshot = nullptr;
@@ -311,7 +288,7 @@ void Checkpointer::WriteOne(Job job) {
         job.snapshot = nullptr;
       }
     }
-    if (!pending_.contains(robot_id)) directory_.Settled(robot_id);
+    if (!pending_.contains(robot_id)) directory_->Settled(robot_id);
   }
   if (dropped) return;
   if (status.ok()) {

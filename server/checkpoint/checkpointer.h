@@ -13,19 +13,15 @@
 // daemons behind one proxy share the directory, and the robot may have moved on. A write that
 // fails (a full disk) is counted, logged and retried, unless a newer one arrived meanwhile.
 //
-// Which slot is which robot: Bind when a stream gets its brain, Discard when a robot asks for a
-// fresh brain (its file is deleted and no snapshot of the old brain is written afterwards).
-//
-// Which slot holds whose brain, where each robot's brain is (in a slot, being saved, on disk,
-// discarded) and its generation live in one BrainDirectory (brain_directory.h), changed only by
-// its events. Generations (checkpoint_format.h) decide which copy of a robot's brain is the real
-// one: every
-// new brain of a robot gets a generation above any this daemon or the file has seen
-// (NewGeneration), a resumed one keeps its own, and a write is dropped, just before its rename,
-// when the robot's generation has moved on here (a `fresh` meanwhile) or the file holds a newer
-// generation, or the same generation at a later cycle (the robot moved to another daemon). The
-// check and the rename run under this daemon's lock and an flock(2) on the directory, so neither
-// a Discard here nor another daemon's write on the same host can slip between them.
+// Whose brain a slot holds, of which generation, and where each robot's brain is, the
+// BrainDirectory (server/brain_directory.h) decides; the Checkpointer asks it and tells it what
+// reached the disk. Generations (checkpoint_format.h) decide which copy of a robot's brain is the
+// real one: a copy of a slot whose generation is no longer the robot's is not taken, and a write is
+// dropped, just before its rename, when the robot's generation has moved on here (a `fresh`
+// meanwhile) or the file holds a newer generation, or the same generation at a later cycle (the
+// robot moved to another daemon). The check and the rename run under this daemon's lock and an
+// flock(2) on the directory, so neither a Discard here nor another daemon's write on the same host
+// can slip between them.
 #pragma once
 
 #include <array>
@@ -42,7 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "brain/v1/brain.pb.h"
-#include "server/checkpoint/brain_directory.h"
+#include "server/brain_directory.h"
 #include "server/checkpoint/checkpoint_format.h"
 #include "server/checkpoint/checkpoint_reader.h"
 #include "server/checkpoint/snapshot_sink.h"
@@ -52,8 +48,9 @@ namespace fieldbrain::server {
 
 class Checkpointer final : public SnapshotSink {
  public:
-  // `dir` must exist and be writable (CheckCheckpointDir). `metrics` nullable, not owned.
-  Checkpointer(std::string dir, int max_robots, telemetry::Metrics* metrics);
+  // `dir` must exist and be writable (CheckCheckpointDir). `directory` (not owned) outlives this
+  // and was made with saves_brains. `metrics` nullable, not owned.
+  Checkpointer(std::string dir, BrainDirectory* directory, telemetry::Metrics* metrics);
   // The daemon's field shape, known once the engine is made: allocates the snapshot buffers. Set
   // once, before the first read or Claim.
   void set_shape(FieldShape shape);
@@ -63,23 +60,13 @@ class Checkpointer final : public SnapshotSink {
   static constexpr int kBuffers = 4;
   ~Checkpointer() override;  // writes what is pending, then stops the writer
 
-  // Any thread. `slot` now holds `robot_id`'s brain of `generation`, resumable with the token whose
-  // SHA-256 this is.
-  void Bind(int slot, const std::string& robot_id, const std::array<uint8_t, 32>& token_sha256, uint64_t generation);
-  // Any thread. The generation of a new brain of `robot_id`: above every one this daemon has seen
-  // for the robot and the one in its file.
-  uint64_t NewGeneration(const std::string& robot_id);
-  // Any thread. Forgets the robot's slots, so a brain being released there is not written: a
-  // newer copy on disk replaces it. The file stays.
+  // Any thread. Drops the robot's copy not yet written: a newer copy on disk replaces its kept
+  // brain (BrainDirectory::DropKept). The file stays.
   void Forget(const std::string& robot_id);
-  // Any thread. Deletes the robot's checkpoint and forgets its slots: a fresh brain replaces it.
-  // The robot's generation moves on, so no copy of the old brain is written afterwards, not even
-  // one the writer already holds.
+  // Any thread. Deletes the robot's checkpoint (and its copy not yet written): a `fresh` Hello was
+  // granted a new brain, whose generation already leaves every copy of the old one unwritten,
+  // even one the writer holds.
   void Discard(const std::string& robot_id);
-  // Any thread. Waits until nothing of `robot_id` is on its way to disk (no slot bound to it whose
-  // release has not copied its final state, no pending or running write), up to `timeout`; false
-  // then. For a Hello of a robot the sessions no longer hold: its file is then the newest copy.
-  bool AwaitSaved(const std::string& robot_id, absl::Duration timeout);
 
   // SnapshotSink, engine thread.
   bool Wants(int slot) const override;
@@ -126,8 +113,9 @@ class Checkpointer final : public SnapshotSink {
   telemetry::Metrics* const metrics_;
   CheckpointReader reader_;
 
+  BrainDirectory* const directory_;  // whose brain each slot holds, and where each robot's is
+
   mutable absl::Mutex mu_;
-  BrainDirectory directory_ ABSL_GUARDED_BY(mu_);  // which slot holds whose brain, and where each is
   std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // robot_id -> newest unwritten
   std::vector<std::unique_ptr<BrainSnapshot>> buffers_;       // allocated by set_shape
   std::vector<BrainSnapshot*> free_ ABSL_GUARDED_BY(mu_);

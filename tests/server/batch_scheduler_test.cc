@@ -235,7 +235,7 @@ TEST(BatchSchedulerTest, SteadyCommandsDoNotStarveFrames) {
 }
 
 // A create that finds the pool full while a release of a slot is already queued in the same
-// round (the session table hands a brain back when its robot reconnected during the creation)
+// round (the brain directory hands a brain back when its robot reconnected during the creation)
 // runs that release first instead of failing the new robot with RESOURCE_EXHAUSTED. Made
 // deterministic by queueing from callbacks, which run on the engine thread: the first create's
 // callback queues the next two creates; the second's queues the release of the first's slot.

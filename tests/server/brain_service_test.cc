@@ -154,7 +154,7 @@ TEST_F(BrainServiceTest, SecondHelloIsInvalidArgument) {
   EXPECT_THAT(status.error_message(), HasSubstr("Hello sent twice"));
   // The robot's brain was kept: a new stream may take it back with its token once the old one is
   // gone, and without the token it is refused, not replaced.
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 0; }));
   RawStream tokenless(stub_.get());
   EXPECT_FALSE(tokenless.Open(MakeHello("r1")).has_value());
   const grpc::Status refused = tokenless.Finish();
@@ -214,7 +214,7 @@ TEST_F(BrainServiceTest, OversizedMessageIsResourceExhausted) {
   const grpc::Status status = s.Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
   // The server is fine: the robot comes back on a new stream once the old one is detached.
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 0; }));
   brain::v1::Hello resume = MakeHello("big");
   resume.set_resume_token(big->resume_token());
   RawStream again(stub_.get());
@@ -355,8 +355,8 @@ TEST_F(BrainServiceTest, AnUndecodableMessageIsInvalidArgumentFirstOrLater) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
   EXPECT_THAT(status.error_message(), HasSubstr("request 3 of this stream"));
   // The robot's brain is kept for a resume, as after any stream error.
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
-  EXPECT_EQ(server_->sessions().kept(), 1);
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 0; }));
+  EXPECT_EQ(server_->directory().kept(), 1);
 }
 
 TEST_F(BrainServiceTest, WithATokensFileOnlyACoveringTokenDrivesARobot) {
@@ -468,7 +468,7 @@ TEST_F(BrainServiceTest, ReconnectWithTokenResumesTheSameBrain) {
     for (int i = 1; i <= 3; ++i) ASSERT_TRUE(s.Step(FrameRequest(i, kGood)).has_value());
     EXPECT_TRUE(s.Close().ok());
   }
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 0; }));
   brain::v1::Hello hello = MakeHello("rover");
   hello.set_resume_token(first->resume_token());
   RawStream s(stub_.get());
@@ -482,7 +482,7 @@ TEST_F(BrainServiceTest, ReconnectWithTokenResumesTheSameBrain) {
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->cycle(), 4u) << "the cycle continues";
   EXPECT_TRUE(s.Close().ok());
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 0; }));
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 0; }));
 
   RawStream fresh_stream(stub_.get());
   brain::v1::Hello fresh = hello;
@@ -508,7 +508,7 @@ TEST_F(BrainServiceTest, NoFreeSlotIsResourceExhausted) {
   EXPECT_THAT(status.error_message(), HasSubstr("brain slots"));
   // A robot that leaves frees room: its kept brain is evicted for the newcomer.
   EXPECT_TRUE(live[0]->Close().ok());
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 3; }));
   RawStream late(stub_.get());
   EXPECT_TRUE(late.Open(MakeHello("robot-4")).has_value());
 }
@@ -522,8 +522,8 @@ TEST_F(BrainServiceTest, CancelledStreamDetachesAndOthersKeepWorking) {
     for (int i = 0; i < 20; ++i) doomed.Write(FrameRequest(i, kGood));
     doomed.Cancel();
   }
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 1; }));
-  EXPECT_EQ(server_->sessions().kept(), 1);
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 1; }));
+  EXPECT_EQ(server_->directory().kept(), 1);
   for (int i = 1; i <= 20; ++i) {
     std::optional<MotorFrame> m = other.Step(FrameRequest(i, kGood));
     ASSERT_TRUE(m.has_value());
@@ -685,8 +685,8 @@ TEST_F(BrainServiceTest, AStreamSilentForTheIdleTimeoutIsEndedAndItsBrainKept) {
   const grpc::Status status = silent.Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(), HasSubstr("no SensorFrame for 1s"));
-  ASSERT_TRUE(Eventually([&] { return server_->sessions().live() == 1; }));
-  EXPECT_EQ(server_->sessions().kept(), 1);
+  ASSERT_TRUE(Eventually([&] { return server_->directory().live() == 1; }));
+  EXPECT_EQ(server_->directory().kept(), 1);
   brain::v1::Hello again = MakeHello("silent");
   again.set_resume_token(first->resume_token());
   RawStream resumed(stub_.get());

@@ -15,6 +15,7 @@
 #include "gpu/engine.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_files.h"
+#include "server/brain_directory.h"
 #include "server/checkpoint/checkpointer.h"
 
 namespace fieldbrain::server {
@@ -62,9 +63,27 @@ class CheckpointFormatTest : public ::testing::Test {
     h.seed = s.params.seed;
     h.cycle = s.state.cycle;
     h.robot_id = "car-7";
-    for (int i = 0; i < 32; ++i) h.resume_token_sha256[i] = uint8_t(i * 7);
+    h.resume_token_sha256 = CheckpointReader::TokenHash(kToken);
     return h;
   }
+
+  static brain::v1::Hello HelloOfCar7(bool fresh = false) {
+    brain::v1::Hello hello;
+    hello.mutable_profile()->set_robot_id("car-7");
+    hello.mutable_profile()->set_sensor_count(4);
+    hello.mutable_profile()->set_motor_count(2);
+    hello.set_resume_token(fresh ? "" : kToken);
+    hello.set_fresh(fresh);
+    return hello;
+  }
+  // What a resumed Hello and its brain's creation tell the directory: original_ holds car-7's
+  // brain of `generation`, resumable with kToken.
+  void RestoreIntoOriginal(BrainDirectory& directory, uint64_t generation) {
+    ASSERT_TRUE(directory.AttachRestored(HelloOfCar7(), 1, 99, generation).ok());
+    directory.CompleteCreate("car-7", 1, original_);
+  }
+
+  static constexpr char kToken[] = "00112233445566778899aabbccddeeff";
 
   std::unique_ptr<Engine> engine_;
   int original_ = -1;
@@ -168,9 +187,10 @@ TEST_F(CheckpointFormatTest, TheWriterLeavesALaterFileOfTheSameSessionAlone) {
   std::filesystem::create_directories(dir);
   const BrainSnapshot snapshot = *engine_->Snapshot(original_);
   CheckpointHeader mine = Header(snapshot);
-  Checkpointer checkpointer(dir, 2, nullptr);
+  BrainDirectory directory(2, absl::Seconds(60), /*saves_brains=*/true, [](int) {});
+  Checkpointer checkpointer(dir, &directory, nullptr);
   checkpointer.set_shape(FieldShape::Small());
-  checkpointer.Bind(original_, "car-7", mine.resume_token_sha256, 0);
+  RestoreIntoOriginal(directory, 0);
   auto hand_over = [&](uint64_t cycle) {  // what the engine thread does for a checkpoint
     BrainSnapshot* buffer = checkpointer.Claim(original_);
     ASSERT_NE(buffer, nullptr);
@@ -208,7 +228,12 @@ TEST_F(CheckpointFormatTest, TheWriterLeavesALaterFileOfTheSameSessionAlone) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << EncodeCheckpoint(newer_brain, snapshot);
   hand_over(44);
   EXPECT_EQ(cycle_on_disk(), 1u) << "a newer generation's file was overwritten by an older brain";
-  EXPECT_EQ(checkpointer.NewGeneration("car-7"), 6u) << "a new brain goes above the file's generation";
+  const std::optional<CheckpointHead> head = checkpointer.reader().HeadOnDisk("car-7");
+  ASSERT_TRUE(head.has_value());
+  directory.Detach("car-7", 1, absl::Now());
+  absl::StatusOr<SessionGrant> fresh = directory.Attach(HelloOfCar7(/*fresh=*/true), 2, absl::Now(), head->generation);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->generation, 6u) << "a new brain goes above the file's generation";
 }
 
 // `fresh` while the writer already holds a copy of the old brain (written to its temporary file,
@@ -218,9 +243,11 @@ TEST_F(CheckpointFormatTest, AFreshBrainsDiscardBeatsAWriteAlreadyUnderWay) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const BrainSnapshot snapshot = *engine_->Snapshot(original_);
-  Checkpointer checkpointer(dir, 2, nullptr);
+  BrainDirectory directory(2, absl::Seconds(60), /*saves_brains=*/true, [](int) {});
+  Checkpointer checkpointer(dir, &directory, nullptr);
   checkpointer.set_shape(FieldShape::Small());
-  checkpointer.Bind(original_, "car-7", Header(snapshot).resume_token_sha256, checkpointer.NewGeneration("car-7"));
+  ASSERT_TRUE(directory.Attach(HelloOfCar7(), 1, absl::Now()).ok());
+  directory.CompleteCreate("car-7", 1, original_);
   checkpointer.HoldWritesBeforeRenameForTesting(true);
   BrainSnapshot* buffer = checkpointer.Claim(original_);
   ASSERT_NE(buffer, nullptr);
@@ -229,6 +256,9 @@ TEST_F(CheckpointFormatTest, AFreshBrainsDiscardBeatsAWriteAlreadyUnderWay) {
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
   while (checkpointer.WritesHeldForTesting() == 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
   ASSERT_EQ(checkpointer.WritesHeldForTesting(), 1);
+  // The fresh Hello's admission: a new brain of the next generation, then the file goes.
+  directory.Detach("car-7", 1, absl::Now());
+  ASSERT_TRUE(directory.Attach(HelloOfCar7(/*fresh=*/true), 2, absl::Now()).ok());
   checkpointer.Discard("car-7");
   checkpointer.HoldWritesBeforeRenameForTesting(false);
   ASSERT_TRUE(checkpointer.Flush(absl::Seconds(10)));

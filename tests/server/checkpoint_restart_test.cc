@@ -199,8 +199,8 @@ TEST_F(CheckpointRestartTest, AKeptBrainThatDidNotRunIsNotWrittenAgainWhenItExpi
   const std::string other_daemons = "written by the daemon the robot moved to";
   std::ofstream(path, std::ios::trunc) << other_daemons;
   // The kept brain expires after 1 s (the reaper checks every 250 ms) and its slot is released.
-  for (int i = 0; i < 500 && (*server)->sessions().kept() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
-  ASSERT_EQ((*server)->sessions().kept(), 0);
+  for (int i = 0; i < 500 && (*server)->directory().kept() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ((*server)->directory().kept(), 0);
   for (int i = 0; i < 500 && (*server)->scheduler().releases() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
   ASSERT_EQ((*server)->scheduler().releases(), 1);
   ASSERT_TRUE(checkpointer.Flush(absl::Seconds(10)));
@@ -227,7 +227,7 @@ TEST_F(CheckpointRestartTest, ARobotBackFromAnotherDaemonGetsItsNewerBrainNotThe
   }
   for (int i = 0; i < 500 && a->checkpointer()->written() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
   ASSERT_TRUE(a->checkpointer()->Flush(absl::Seconds(10)));
-  ASSERT_EQ(a->sessions().kept(), 1);
+  ASSERT_EQ(a->directory().kept(), 1);
   {
     RawStream s(stub_b.get());
     std::optional<Welcome> w = s.Open(HelloOf("traveller", token));
@@ -267,7 +267,7 @@ TEST_F(CheckpointRestartTest, ARobotThatStartedAfreshElsewhereGetsThatBrainNotTh
     for (int t = 1; t <= 9; ++t) ASSERT_TRUE(s.Step(Frame(t)).has_value());
     EXPECT_TRUE(s.Close().ok());
   }
-  ASSERT_TRUE(Eventually([&] { return a->sessions().kept() == 1 && a->checkpointer()->written() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return a->directory().kept() == 1 && a->checkpointer()->written() == 1; }));
   ASSERT_TRUE(a->checkpointer()->Flush(absl::Seconds(10)));
   std::string token;
   {

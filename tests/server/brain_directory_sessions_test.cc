@@ -1,8 +1,10 @@
-#include "server/session_table.h"
+// BrainDirectory, its session half: who gets which brain at a Hello, keeping, expiry, eviction.
+#include "server/brain_directory.h"
 
 #include <set>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -27,10 +29,10 @@ brain::v1::Hello MakeHello(const std::string& id, const std::string& token = "",
   return h;
 }
 
-class SessionTableTest : public ::testing::Test {
+class BrainDirectorySessionsTest : public ::testing::Test {
  protected:
-  explicit SessionTableTest(int capacity = 4, absl::Duration keep = absl::Seconds(60))
-      : table_(capacity, keep, [this](int slot) { released_.push_back(slot); }) {}
+  explicit BrainDirectorySessionsTest(int capacity = 4, absl::Duration keep = absl::Seconds(60))
+      : table_(capacity, keep, /*saves_brains=*/true, [this](int slot) { released_.push_back(slot); }) {}
 
   // Attach + create, as the service does: a new brain gets the next free slot.
   SessionGrant Connect(const brain::v1::Hello& hello, StreamId stream) {
@@ -47,10 +49,10 @@ class SessionTableTest : public ::testing::Test {
   absl::Time now_ = kT0;
   int next_slot_ = 0;
   std::vector<int> released_;
-  SessionTable table_;
+  BrainDirectory table_;
 };
 
-TEST_F(SessionTableTest, NewRobotGetsReservationSeedAndToken) {
+TEST_F(BrainDirectorySessionsTest, NewRobotGetsReservationSeedAndToken) {
   absl::StatusOr<SessionGrant> g = table_.Attach(MakeHello("r1"), 1, now_);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_TRUE(g->needs_brain());
@@ -69,7 +71,7 @@ TEST_F(SessionTableTest, NewRobotGetsReservationSeedAndToken) {
   EXPECT_NE(seeded->resume_token, g->resume_token);
 }
 
-TEST_F(SessionTableTest, SecondLiveStreamForOneIdIsAlreadyExists) {
+TEST_F(BrainDirectorySessionsTest, SecondLiveStreamForOneIdIsAlreadyExists) {
   Connect(MakeHello("r1"), 1);
   absl::StatusOr<SessionGrant> dup = table_.Attach(MakeHello("r1"), 2, now_);
   EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists);
@@ -82,7 +84,7 @@ TEST_F(SessionTableTest, SecondLiveStreamForOneIdIsAlreadyExists) {
   EXPECT_EQ(table_.live(), 2);
 }
 
-TEST_F(SessionTableTest, ResumeWithTokenGetsTheSameBrain) {
+TEST_F(BrainDirectorySessionsTest, ResumeWithTokenGetsTheSameBrain) {
   const SessionGrant first = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
   EXPECT_EQ(table_.live(), 0);
@@ -98,7 +100,7 @@ TEST_F(SessionTableTest, ResumeWithTokenGetsTheSameBrain) {
   EXPECT_EQ(table_.live(), 1);
 }
 
-TEST_F(SessionTableTest, AKeptBrainIsRefusedWithoutItsTokenAndDiscardedOnlyByFresh) {
+TEST_F(BrainDirectorySessionsTest, AKeptBrainIsRefusedWithoutItsTokenAndDiscardedOnlyByFresh) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
   now_ += absl::Seconds(12);
@@ -122,7 +124,7 @@ TEST_F(SessionTableTest, AKeptBrainIsRefusedWithoutItsTokenAndDiscardedOnlyByFre
   EXPECT_EQ(table_.slots_held(), 1);
 }
 
-TEST_F(SessionTableTest, AChangedProfileIsRefusedEvenWithTheToken) {
+TEST_F(BrainDirectorySessionsTest, AChangedProfileIsRefusedEvenWithTheToken) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
   absl::StatusOr<SessionGrant> other = table_.Attach(MakeHello("r1", g.resume_token, false, 0, /*sensors=*/5), 2, now_);
@@ -135,7 +137,7 @@ TEST_F(SessionTableTest, AChangedProfileIsRefusedEvenWithTheToken) {
   EXPECT_TRUE(Connect(MakeHello("r1", g.resume_token), 3).resumed);
 }
 
-TEST_F(SessionTableTest, ResumeTokensAreLongRandomAndDistinct) {
+TEST_F(BrainDirectorySessionsTest, ResumeTokensAreLongRandomAndDistinct) {
   std::set<std::string> tokens;
   for (int i = 0; i < 64; ++i) {
     SessionGrant g = Connect(MakeHello("robot-" + std::to_string(i % 4), "", /*fresh=*/true), StreamId(100 + i));
@@ -147,7 +149,7 @@ TEST_F(SessionTableTest, ResumeTokensAreLongRandomAndDistinct) {
   EXPECT_EQ(tokens.size(), 64u);
 }
 
-TEST_F(SessionTableTest, IdleBrainExpiresOnceAndIsNotResumedAfter) {
+TEST_F(BrainDirectorySessionsTest, IdleBrainExpiresOnceAndIsNotResumedAfter) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
   EXPECT_EQ(table_.ExpireIdle(now_ + absl::Seconds(59)), 0);
@@ -164,7 +166,7 @@ TEST_F(SessionTableTest, IdleBrainExpiresOnceAndIsNotResumedAfter) {
   EXPECT_THAT(released_, ElementsAre(g.slot)) << "nothing more to free";
 }
 
-TEST_F(SessionTableTest, ExpiredButNotYetReapedIsNotResumed) {
+TEST_F(BrainDirectorySessionsTest, ExpiredButNotYetReapedIsNotResumed) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
   now_ += absl::Seconds(60);
@@ -173,7 +175,7 @@ TEST_F(SessionTableTest, ExpiredButNotYetReapedIsNotResumed) {
   EXPECT_THAT(released_, ElementsAre(g.slot));
 }
 
-TEST_F(SessionTableTest, ReleaseIsIdempotentAcrossDetachExpiryAndStaleStreams) {
+TEST_F(BrainDirectorySessionsTest, ReleaseIsIdempotentAcrossDetachExpiryAndStaleStreams) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
   table_.Detach("r1", 1, now_);  // a cancelled stream reporting twice
@@ -193,7 +195,7 @@ TEST_F(SessionTableTest, ReleaseIsIdempotentAcrossDetachExpiryAndStaleStreams) {
   EXPECT_EQ(table_.live(), 0);
 }
 
-TEST_F(SessionTableTest, AbortedCreateFreesTheIdAndTheReservation) {
+TEST_F(BrainDirectorySessionsTest, AbortedCreateFreesTheIdAndTheReservation) {
   ASSERT_TRUE(table_.Attach(MakeHello("r1"), 1, now_).ok());
   EXPECT_EQ(table_.slots_held(), 1);
   table_.AbortCreate("r1", 1);
@@ -203,7 +205,7 @@ TEST_F(SessionTableTest, AbortedCreateFreesTheIdAndTheReservation) {
   EXPECT_THAT(released_, IsEmpty());
 }
 
-TEST_F(SessionTableTest, StreamEndingDuringCreateKeepsTheBrainUntilExpiry) {
+TEST_F(BrainDirectorySessionsTest, StreamEndingDuringCreateKeepsTheBrainUntilExpiry) {
   ASSERT_TRUE(table_.Attach(MakeHello("r1"), 1, now_).ok());
   table_.Detach("r1", 1, now_);  // cancelled while the engine was creating the brain
   EXPECT_EQ(table_.live(), 0);
@@ -214,7 +216,7 @@ TEST_F(SessionTableTest, StreamEndingDuringCreateKeepsTheBrainUntilExpiry) {
   EXPECT_EQ(table_.slots_held(), 0);
 }
 
-TEST_F(SessionTableTest, BrainForAVanishedReservationIsReleased) {
+TEST_F(BrainDirectorySessionsTest, BrainForAVanishedReservationIsReleased) {
   ASSERT_TRUE(table_.Attach(MakeHello("r1"), 1, now_).ok());
   table_.Detach("r1", 1, now_);
   ASSERT_TRUE(table_.Attach(MakeHello("r1"), 2, now_).ok());  // replaces the pending one
@@ -224,12 +226,12 @@ TEST_F(SessionTableTest, BrainForAVanishedReservationIsReleased) {
   EXPECT_EQ(table_.slots_held(), 1);
 }
 
-class SmallSessionTableTest : public SessionTableTest {
+class SmallBrainDirectoryTest : public BrainDirectorySessionsTest {
  protected:
-  SmallSessionTableTest() : SessionTableTest(/*capacity=*/2) {}
+  SmallBrainDirectoryTest() : BrainDirectorySessionsTest(/*capacity=*/2) {}
 };
 
-TEST_F(SmallSessionTableTest, FullPoolEvictsTheLongestDetachedElseExhausted) {
+TEST_F(SmallBrainDirectoryTest, FullPoolEvictsTheLongestDetachedElseExhausted) {
   SessionGrant a = Connect(MakeHello("a"), 1);
   SessionGrant b = Connect(MakeHello("b"), 2);
   absl::StatusOr<SessionGrant> c = table_.Attach(MakeHello("c"), 3, now_);
@@ -245,12 +247,12 @@ TEST_F(SmallSessionTableTest, FullPoolEvictsTheLongestDetachedElseExhausted) {
   EXPECT_TRUE(a_again.resumed);
 }
 
-class NoKeepSessionTableTest : public SessionTableTest {
+class NoKeepBrainDirectoryTest : public BrainDirectorySessionsTest {
  protected:
-  NoKeepSessionTableTest() : SessionTableTest(4, absl::ZeroDuration()) {}
+  NoKeepBrainDirectoryTest() : BrainDirectorySessionsTest(4, absl::ZeroDuration()) {}
 };
 
-TEST_F(NoKeepSessionTableTest, DetachReleasesAtOnce) {
+TEST_F(NoKeepBrainDirectoryTest, DetachReleasesAtOnce) {
   SessionGrant g = Connect(MakeHello("r1"), 1);
   table_.Detach("r1", 1, now_);
   EXPECT_THAT(released_, ElementsAre(g.slot));
@@ -260,14 +262,14 @@ TEST_F(NoKeepSessionTableTest, DetachReleasesAtOnce) {
 }
 
 // The capacity gauges an autoscaler reads: a kept brain still holds its slot, an expired one not.
-TEST(SessionTableMetricsTest, SlotGaugesFollowLiveKeptAndExpiredBrains) {
+TEST(BrainDirectoryMetricsTest, SlotGaugesFollowLiveKeptAndExpiredBrains) {
   telemetry::Metrics metrics;
   int next_slot = 0;
-  SessionTable table(3, absl::Seconds(60), [](int) {}, &metrics);
+  BrainDirectory table(3, absl::Seconds(60), /*saves_brains=*/false, [](int) {}, &metrics);
   EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_capacity 3"));
   EXPECT_THAT(metrics.Scrape(), HasSubstr("brain_slots_used 0"));
   for (StreamId stream : {1, 2}) {
-    const std::string id = "r" + std::to_string(stream);
+    const std::string id = absl::StrCat("r", stream);
     absl::StatusOr<SessionGrant> g = table.Attach(MakeHello(id), stream, kT0);
     ASSERT_TRUE(g.ok()) << g.status();
     table.CompleteCreate(id, stream, next_slot++);
