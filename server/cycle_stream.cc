@@ -78,7 +78,7 @@ CycleStream::CycleStream(BrainService* service, StreamId id, std::string authori
 }
 
 void CycleStream::OnReadDone(bool ok) {
-  Phase phase;
+  StreamPhase phase;
   // Parsed outside mu_: only the read path touches request_bytes_ and request_.
   bool parsed = false;
   if (ok) {
@@ -105,8 +105,8 @@ void CycleStream::OnReadDone(bool ok) {
       MaybeFinishLocked();
       return;
     }
-    if (finish_wanted_) {  // ending anyway; a frame caught by a shutdown still gets its answer
-      if (shutting_down_ && !finish_called_ && phase_ == Phase::kRunning && request_.has_sensors()) {
+    if (EndingOrOver(phase_)) {  // ending anyway; a frame caught by a shutdown still gets its answer
+      if (shutting_down_ && phase_ == StreamPhase::kEnding && slot_ >= 0 && request_.has_sensors()) {
         AnswerHereLocked(request_.sensors().seq(), brain::v1::SHUTTING_DOWN, kShuttingDown,
                          Clock::now());
       }
@@ -115,9 +115,10 @@ void CycleStream::OnReadDone(bool ok) {
       return;
     }
     phase = phase_;
+    AdvanceLocked(StreamEvent::kHelloRead);  // a Hello's checks follow; only running takes frames
     handling_ = true;
   }
-  if (phase == Phase::kHello) {
+  if (phase == StreamPhase::kAwaitingHello) {
     HandleHello();
   } else if (request_.has_sensors()) {
     HandleFrame(request_.sensors());
@@ -215,13 +216,13 @@ void CycleStream::OnAdmitted(absl::StatusOr<Admission> admission) {
     handling_ = false;   // from here on, outstanding_ holds back the end until the Welcome
     if (!grant.needs_brain()) {
       slot_ = grant.slot;
-      phase_ = Phase::kRunning;
+      AdvanceLocked(StreamEvent::kGrantedKeptBrain);
       if (!drop_answers_) QueueWelcomeLocked(grant, deps.scheduler->brain_cycle(slot_));
       MaybeReadLocked();
       MaybeFinishLocked();
       return;
     }
-    phase_ = Phase::kCreating;
+    AdvanceLocked(StreamEvent::kGrantedBrainToMake);
     ++outstanding_;
     hold = TakeHoldLocked();
   }
@@ -257,7 +258,7 @@ void CycleStream::OnBrainCreated(SessionGrant grant, absl::StatusOr<int> slot) {
       RequestFinishLocked(ToGrpcStatus(slot.status()), true);
     } else {
       slot_ = *slot;
-      phase_ = Phase::kRunning;
+      AdvanceLocked(StreamEvent::kBrainMade);
       grant.slot = *slot;
       // 0 for a new brain; a restored one continues from its checkpoint's cycle.
       if (!drop_answers_) QueueWelcomeLocked(grant, service_->deps().scheduler->brain_cycle(*slot));
@@ -387,7 +388,7 @@ void CycleStream::RecheckAccess() {
   const AccessControl* access = service_->deps().access;
   if (access == nullptr) return;
   absl::MutexLock lock(&mu_);
-  if (!attached_ || finish_wanted_) return;
+  if (!attached_ || EndingOrOver(phase_)) return;
   if (absl::Status s = access->CheckRobot(authorization_, robot_id_); !s.ok()) {
     RequestFinishLocked(grpc::Status(static_cast<grpc::StatusCode>(s.code()),
                                      absl::StrCat("access revoked by a reload of the tokens file: ", s.message())),
@@ -398,12 +399,12 @@ void CycleStream::RecheckAccess() {
 
 void CycleStream::ExpireIfSilent(absl::Time now, absl::Duration hello_limit, absl::Duration frame_limit) {
   absl::MutexLock lock(&mu_);
-  if (handling_ || finish_wanted_) return;
-  if (phase_ == Phase::kHello && now - opened_ >= hello_limit) {
+  if (handling_ || EndingOrOver(phase_)) return;
+  if (phase_ == StreamPhase::kAwaitingHello && now - opened_ >= hello_limit) {
     RequestFinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                      absl::StrCat("no Hello within ", absl::FormatDuration(hello_limit))),
                         true);
-  } else if (phase_ == Phase::kRunning && frame_limit > absl::ZeroDuration() && read_busy_ && outstanding_ == 0 &&
+  } else if (phase_ == StreamPhase::kRunning && frame_limit > absl::ZeroDuration() && read_busy_ && outstanding_ == 0 &&
              outbound_.queued() == 0 && now - std::max(read_armed_at_, last_write_done_at_) >= frame_limit) {
     // Silent: a read waits, and the daemon owes nothing (a robot that waits for each answer
     // before its next frame is not idle while its brain runs or its answer is being written).
@@ -446,16 +447,18 @@ void CycleStream::RequestFinishLocked(grpc::Status status, bool drop) {
     drop_answers_ = true;
     outbound_.DropQueued();
   }
-  if (finish_wanted_) return;
-  finish_wanted_ = true;
+  if (EndingOrOver(phase_)) return;
+  AdvanceLocked(StreamEvent::kEndRequested);
   finish_status_ = std::move(status);
 }
 
+void CycleStream::AdvanceLocked(StreamEvent event) { phase_ = NextPhase(phase_, event); }
+
 void CycleStream::MaybeFinishLocked() {
-  if (!finish_wanted_ || finish_called_ || outbound_.writing() || handling_) return;
+  if (phase_ != StreamPhase::kEnding || outbound_.writing() || handling_) return;
   // A normal end writes every owed answer first; the scheduler's are owed until delivered.
   if (!drop_answers_ && (outbound_.queued() > 0 || outstanding_ > 0)) return;
-  finish_called_ = true;
+  AdvanceLocked(StreamEvent::kFinishCalled);
   // Detach now rather than at OnDone, so a robot reconnecting right after an error finds its id
   // free sooner (OnDone detaches again; that is a no-op).
   if (attached_) {
@@ -467,7 +470,7 @@ void CycleStream::MaybeFinishLocked() {
 }
 
 void CycleStream::MaybeReadLocked() {
-  if (read_busy_ || read_closed_ || finish_wanted_ || phase_ == Phase::kCreating) return;
+  if (read_busy_ || read_closed_ || !ReadsIn(phase_)) return;
   // Room for every answer this read may cause.
   if (outbound_.queued() + outstanding_ >= OutboundRing::kCapacity) return;
   read_busy_ = true;
@@ -476,7 +479,7 @@ void CycleStream::MaybeReadLocked() {
 }
 
 brain::v1::CycleResponse* CycleStream::NextEntryLocked() {
-  if (finish_called_) return nullptr;  // the call is over: a write now would touch a finished call
+  if (phase_ == StreamPhase::kFinished) return nullptr;  // a write now would touch a finished call
   brain::v1::CycleResponse* entry = outbound_.Next();
   if (entry == nullptr) LogError("stream ", id_, ": answer ring full, answer dropped");
   return entry;

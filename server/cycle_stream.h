@@ -5,6 +5,10 @@
 // validated here (bad ones are answered at once with zero motors) and good ones are submitted to
 // the BatchScheduler, whose answers come back through Deliver (FrameSink).
 //
+// Phases (server/stream_phase.h): awaiting Hello, admitting, creating, running, ending, finished,
+// changed only through AdvanceLocked. Beside the phase, a few flags say what is in flight right
+// now (a read armed, a handler running, answers dropped).
+//
 // Writes: gRPC allows one outstanding write, so answers wait in a fixed ring of reusable
 // CycleResponse messages (server/outbound_ring.h). A new read is armed only while the ring has room for every answer
 // still owed, so a client that stops reading stops being read (backpressure) instead of growing
@@ -40,6 +44,7 @@
 #include "server/hello_admission.h"
 #include "server/outbound_ring.h"
 #include "server/frame_sink.h"
+#include "server/stream_phase.h"
 
 namespace fieldbrain::server {
 
@@ -109,8 +114,8 @@ class CycleStream final
   std::optional<Hold> TryHold();
 
  private:
-  enum class Phase { kHello, kCreating, kRunning };
-
+  // The one place phase_ changes (stream_phase.h).
+  void AdvanceLocked(StreamEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Hold TakeHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops one hold; deletes the object when it was the last.
   void Release();
@@ -155,7 +160,7 @@ class CycleStream final
   uint64_t requests_read_ = 0;
 
   absl::Mutex mu_;
-  Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kHello;
+  StreamPhase phase_ ABSL_GUARDED_BY(mu_) = StreamPhase::kAwaitingHello;
   int holds_ ABSL_GUARDED_BY(mu_) = 1;        // gRPC's, until OnDone
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // scheduler callbacks still owed
   bool read_busy_ ABSL_GUARDED_BY(mu_) = false;
@@ -165,8 +170,6 @@ class CycleStream final
   // the stream must not Finish until it is done, or that answer would be written after Finish.
   bool handling_ ABSL_GUARDED_BY(mu_) = false;
   bool read_closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_wanted_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool drop_answers_ ABSL_GUARDED_BY(mu_) = false;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
