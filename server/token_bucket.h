@@ -1,7 +1,7 @@
 // TokenBucket: a robot's frame-rate limit. Up to `burst` frames may arrive at once, and on average
 // `rate_hz` per second after that; a frame beyond it is refused (the stream answers it
 // RATE_LIMITED, not run). A rate of 0 means no limit. Not thread-safe (FrameRateLimits holds
-// every robot's, under its lock).
+// every robot's, each under its shard's lock).
 #pragma once
 
 #include <algorithm>
