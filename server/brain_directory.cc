@@ -372,20 +372,23 @@ void BrainDirectory::PublishLocked() {
   metrics_->SetSlotsUsed(slots_held_);
 }
 
+const BrainDirectory::Binding* BrainDirectory::CurrentBindingLocked(int slot) const {
+  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return nullptr;
+  const Binding& b = *slots_[size_t(slot)];
+  // An old brain of the robot (a newer one was granted since): never written.
+  return b.generation == robots_.at(b.robot_id).generation ? &b : nullptr;
+}
+
 std::optional<BrainDirectory::SlotBrain> BrainDirectory::BrainIn(int slot) const {
   absl::MutexLock lock(&mu_);
-  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return std::nullopt;
-  const Binding& b = *slots_[size_t(slot)];
-  const Robot& r = robots_.at(b.robot_id);
-  if (b.generation != r.generation) return std::nullopt;  // an old brain of the robot: never written
-  return SlotBrain{b.robot_id, b.generation, r.token_sha256};
+  const Binding* b = CurrentBindingLocked(slot);
+  if (b == nullptr) return std::nullopt;
+  return SlotBrain{b->robot_id, b->generation, robots_.at(b->robot_id).token_sha256};
 }
 
 bool BrainDirectory::CopiesWanted(int slot) const {
   absl::MutexLock lock(&mu_);
-  if (slot < 0 || size_t(slot) >= slots_.size() || !slots_[size_t(slot)].has_value()) return false;
-  const Binding& b = *slots_[size_t(slot)];
-  return b.generation == robots_.at(b.robot_id).generation;
+  return CurrentBindingLocked(slot) != nullptr;
 }
 
 void BrainDirectory::SlotFreed(int slot, bool copy_on_its_way) {

@@ -190,6 +190,8 @@ class BrainDirectory {
   };
 
   static bool HasSession(const Robot& r);
+  // The slot's binding when it is of its robot's current generation, else nullptr.
+  const Binding* CurrentBindingLocked(int slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyLocked(Robot& r, BrainEvent event, bool copy = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reserves a slot for a new session of `robot_id` (evicting if full) and fills in its record.
   absl::StatusOr<SessionGrant> ReserveLocked(const brain::v1::Hello& hello, StreamId stream, uint64_t seed,
