@@ -31,12 +31,25 @@ ABSL_FLAG(int, robots, 4, "simulated robots, one stream and one thread each");
 ABSL_FLAG(double, seconds, 30, "run time");
 ABSL_FLAG(double, hz, 50, "control rate per robot");
 ABSL_FLAG(double, deadline_ms, 20, "per-frame deadline; a later answer is a safe stop");
-ABSL_FLAG(uint64_t, seed, 1, "seeds the worlds and the brains (robot i uses seed + i)");
+ABSL_FLAG(uint64_t, seed, 1, "seeds the worlds (robot i's room and start: seed + i)");
+ABSL_FLAG(uint64_t, brain_seed, 0,
+          "seeds the brains, or a baseline's randomness (robot i: brain_seed + i); 0: the same as --seed. "
+          "Several brain seeds on the same rooms tell the brain's luck from the room's");
 ABSL_FLAG(bool, quiet, false, "no live lines, only the summary");
 ABSL_FLAG(double, connect_timeout_s, 5, "how long to wait for the robots' first Welcome");
 ABSL_FLAG(std::string, policy, "brain",
-          "who drives: brain (the server), random-held (a random command held 0.5 s) or forward "
-          "(full ahead): the baselines need no server");
+          "who drives: brain (the server); or a baseline, which needs no server: random-held (a random "
+          "command held 0.5 s), forward (full ahead), actor-critic (a linear actor-critic on the raw "
+          "sensors, learning from the reward; --ac_* flags) or reactive (a hand-written driver from the "
+          "distance sensor)");
+ABSL_FLAG(double, ac_critic_rate, fieldbrain::sim::ActorCriticConfig().critic_rate,
+          "actor-critic: the critic's step size (divided by the number of features)");
+ABSL_FLAG(double, ac_actor_rate, fieldbrain::sim::ActorCriticConfig().actor_rate,
+          "actor-critic: the actor's step size (divided by the number of features)");
+ABSL_FLAG(double, ac_lambda, fieldbrain::sim::ActorCriticConfig().lambda, "actor-critic: the traces' lambda");
+ABSL_FLAG(double, ac_gamma, fieldbrain::sim::ActorCriticConfig().gamma, "actor-critic: the discount");
+ABSL_FLAG(double, ac_noise, fieldbrain::sim::ActorCriticConfig().noise,
+          "actor-critic: the exploration's standard deviation on each motor command");
 ABSL_FLAG(std::string, reward, "on", "on: frames carry the world's reward; off: they carry none");
 ABSL_FLAG(std::string, reflex, "on",
           "on: the PiCar-X's 2 cm obstacle reflex cuts forward drive (a real car's behaviour); off: it "
@@ -101,6 +114,28 @@ void PrintFirstAndLastMinute(const std::vector<std::unique_ptr<SimRobot>>& fleet
   std::printf("  last minute      blocked/1000 %.1f  reward/tick %+.4f%s\n", mean.blocked_per_1000_last,
               mean.reward_per_tick_last,
               int64_t(ticks) < 2 * minute ? "  (run shorter than 2 minutes: the two overlap)" : "");
+}
+
+// Every robot's 2000-tick windows, mean over robots: how the figures move over a life.
+void PrintWindows(const std::vector<std::unique_ptr<SimRobot>>& fleet) {
+  constexpr int64_t kSpan = 2000;
+  std::vector<fieldbrain::sim::WindowFigures> mean;
+  for (const auto& robot : fleet) {
+    const std::vector<fieldbrain::sim::WindowFigures> w = fieldbrain::sim::WindowsOf(robot->trace(), kSpan);
+    if (w.size() > mean.size()) mean.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      mean[i].blocked_per_1000 += w[i].blocked_per_1000 / double(fleet.size());
+      mean[i].reward_per_tick += w[i].reward_per_tick / double(fleet.size());
+    }
+  }
+  if (mean.size() < 2) return;
+  std::vector<std::string> blocked, reward;
+  for (const auto& w : mean) {
+    blocked.push_back(absl::StrFormat("%.1f", w.blocked_per_1000));
+    reward.push_back(absl::StrFormat("%+.4f", w.reward_per_tick));
+  }
+  std::printf("  by %lld ticks     blocked/1000 %s\n", static_cast<long long>(kSpan), absl::StrJoin(blocked, " ").c_str());
+  std::printf("                   reward/tick  %s\n", absl::StrJoin(reward, " ").c_str());
 }
 
 // The learning curve over every robot: means of the per-robot figures, and the worst blocked runs.
@@ -194,6 +229,13 @@ int main(int argc, char** argv) {
   const double hz = absl::GetFlag(FLAGS_hz);
   const double deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const uint64_t brain_seed = absl::GetFlag(FLAGS_brain_seed) != 0 ? absl::GetFlag(FLAGS_brain_seed) : seed;
+  fieldbrain::sim::ActorCriticConfig actor_critic;
+  actor_critic.critic_rate = absl::GetFlag(FLAGS_ac_critic_rate);
+  actor_critic.actor_rate = absl::GetFlag(FLAGS_ac_actor_rate);
+  actor_critic.lambda = absl::GetFlag(FLAGS_ac_lambda);
+  actor_critic.gamma = absl::GetFlag(FLAGS_ac_gamma);
+  actor_critic.noise = absl::GetFlag(FLAGS_ac_noise);
   const bool quiet = absl::GetFlag(FLAGS_quiet);
   const int64_t ticks = absl::GetFlag(FLAGS_ticks);
   const std::optional<Policy> policy = fieldbrain::sim::PolicyFromName(absl::GetFlag(FLAGS_policy));
@@ -207,8 +249,15 @@ int main(int argc, char** argv) {
   }
   if (!policy.has_value() || (reward_flag != "on" && reward_flag != "off") ||
       (reflex_flag != "on" && reflex_flag != "off") || (arena != "default" && arena != "random")) {
-    std::fprintf(stderr, "brain-sim: --policy is brain, random-held or forward; --reward and --reflex "
-                         "on or off; --arena default or random\n");
+    std::fprintf(stderr, "brain-sim: --policy is brain, random-held, forward, actor-critic or reactive; "
+                         "--reward and --reflex on or off; --arena default or random\n");
+    return 2;
+  }
+  if (!(actor_critic.critic_rate >= 0) || !(actor_critic.actor_rate >= 0) || !(actor_critic.lambda >= 0) ||
+      !(actor_critic.lambda <= 1) || !(actor_critic.gamma >= 0) || !(actor_critic.gamma < 1) ||
+      !(actor_critic.noise > 0)) {
+    std::fprintf(stderr, "brain-sim: need --ac_critic_rate, --ac_actor_rate >= 0, --ac_lambda in [0, 1], "
+                         "--ac_gamma in [0, 1) and --ac_noise > 0\n");
     return 2;
   }
   const bool brain = *policy == Policy::kBrain;
@@ -232,7 +281,7 @@ int main(int argc, char** argv) {
       options.bearer_token = *token;
       options.profile = fieldbrain::picarx::MakeProfile(absl::StrCat("sim-", seed, "-", i),
                                                         static_cast<float>(hz), reward_flag == "on");
-      options.seed = seed + i;
+      options.seed = brain_seed + i;
       options.fresh = true;  // a simulated run starts new brains, even where a run before kept some
       if (const std::string record = absl::GetFlag(FLAGS_record); !record.empty()) {
         options.record_path = robots == 1 ? record : absl::StrCat(record, ".", i);
@@ -252,6 +301,8 @@ int main(int argc, char** argv) {
     options.obstacle_reflex = reflex_flag == "on";
     options.resend_rate_limited = ticks > 0;
     options.hz = hz;
+    options.policy_seed = brain_seed + i;
+    options.actor_critic = actor_critic;
     // In lockstep a tick waits for its answer however long the server takes (bounded, not 0).
     options.deadline = ticks > 0 ? absl::Seconds(30) : absl::Milliseconds(deadline_ms);
     fleet.push_back(std::make_unique<SimRobot>(std::move(client), std::move(world), seed + i, options));
@@ -334,8 +385,13 @@ int main(int argc, char** argv) {
   collect(rest);
   if (g_signalled) std::printf("\nbrain-sim: stopped by signal\n");
   PrintSummary(brain ? target : std::string(), server, connected, totals, ran);
+  std::printf("  seeds            rooms %llu-%llu, %s %llu-%llu\n", static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed + uint64_t(robots) - 1),
+              brain ? "brains" : "policy draws", static_cast<unsigned long long>(brain_seed),
+              static_cast<unsigned long long>(brain_seed + uint64_t(robots) - 1));
   PrintFirstAndLastMinute(fleet, hz);
   PrintLearningCurve(fleet);
+  PrintWindows(fleet);
   for (auto& robot : fleet) {
     if (robot->client() == nullptr) continue;
     robot->client()->Close();  // writes out its recording, so the status below is final

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/sim/reactive_driver.h"
+#include "client/sim/simple_policies.h"
 
 namespace fieldbrain::sim {
 
@@ -27,6 +29,8 @@ std::optional<Policy> PolicyFromName(std::string_view name) {
   if (name == "brain") return Policy::kBrain;
   if (name == "random-held") return Policy::kRandomHeld;
   if (name == "forward") return Policy::kForward;
+  if (name == "actor-critic") return Policy::kActorCritic;
+  if (name == "reactive") return Policy::kReactive;
   return std::nullopt;
 }
 
@@ -35,46 +39,45 @@ const char* PolicyName(Policy policy) {
     case Policy::kBrain: return "brain";
     case Policy::kRandomHeld: return "random-held";
     case Policy::kForward: return "forward";
+    case Policy::kActorCritic: return "actor-critic";
+    case Policy::kReactive: return "reactive";
   }
   return "unknown";
+}
+
+std::unique_ptr<LocalPolicy> MakeLocalPolicy(Policy policy, uint64_t seed, const ActorCriticConfig& actor_critic) {
+  switch (policy) {
+    case Policy::kBrain: return nullptr;
+    case Policy::kRandomHeld: return std::make_unique<RandomHeldPolicy>(kRandomHoldTicks, seed);
+    case Policy::kForward: return std::make_unique<ForwardPolicy>();
+    case Policy::kActorCritic: return std::make_unique<LinearActorCritic>(actor_critic, seed);
+    case Policy::kReactive: return std::make_unique<ReactiveDriver>();
+  }
+  return nullptr;
 }
 
 SimRobot::SimRobot(std::unique_ptr<client::BrainClient> client, WorldConfig world, uint64_t world_seed,
                    SimRobotOptions options)
     : client_(std::move(client)), options_(options), world_(std::move(world), world_seed),
-      period_(absl::Seconds(1.0 / options.hz)), policy_rng_(world_seed ^ 0x706f6c696379ull) {}
-
-std::vector<float> SimRobot::RandomHeldMotors() {
-  if (ticks_ % kRandomHoldTicks == 0 || held_motors_.empty()) {
-    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    held_motors_.assign(picarx::kMotorCount, 0.0f);
-    for (float& m : held_motors_) m = uniform(policy_rng_);
-  }
-  return held_motors_;
-}
+      period_(absl::Seconds(1.0 / options.hz)),
+      local_policy_(MakeLocalPolicy(options.policy, options.policy_seed.value_or(world_seed), options.actor_critic)) {}
 
 void SimRobot::Tick() {
   const picarx::RawReading reading = world_.Read();
   client::StepResult r;
-  switch (options_.policy) {
-    case Policy::kBrain: {
-      const picarx::Sensors sensors = picarx::NormalizeSensors(reading);
-      r = client_->Step(sensors.values, options_.send_reward ? reward_ : std::nullopt, options_.deadline);
-      while (options_.resend_rate_limited && r.cause == client::StopCause::kServer &&
-             r.status == brain::v1::RATE_LIMITED) {
-        absl::SleepFor(absl::Milliseconds(2));
-        r = client_->Step(sensors.values, options_.send_reward ? reward_ : std::nullopt, options_.deadline);
-      }
-      break;
+  const picarx::Sensors sensors = picarx::NormalizeSensors(reading);
+  const std::optional<float> reward = options_.send_reward ? reward_ : std::nullopt;
+  if (local_policy_ != nullptr) {
+    const Motors motors = local_policy_->Act(sensors.values, reward);
+    r.motors.assign(motors.begin(), motors.end());
+    r.safe_stop = false;
+  } else {
+    r = client_->Step(sensors.values, reward, options_.deadline);
+    while (options_.resend_rate_limited && r.cause == client::StopCause::kServer &&
+           r.status == brain::v1::RATE_LIMITED) {
+      absl::SleepFor(absl::Milliseconds(2));
+      r = client_->Step(sensors.values, reward, options_.deadline);
     }
-    case Policy::kRandomHeld:
-      r.motors = RandomHeldMotors();
-      r.safe_stop = false;
-      break;
-    case Policy::kForward:
-      r.motors = {1.0f, 0.0f, 0.0f, 0.0f};
-      r.safe_stop = false;
-      break;
   }
   const picarx::HardwareCommand cmd = picarx::ToHardware(r.motors, reading, r.safe_stop,
                                                          picarx::ReflexSet{.obstacle = options_.obstacle_reflex});
@@ -158,6 +161,23 @@ TraceFigures FiguresOf(const std::vector<TickOutcome>& trace, int64_t span, int6
     f.longest_blocked_run_after_settle = std::max(f.longest_blocked_run_after_settle, run_after);
   }
   return f;
+}
+
+std::vector<WindowFigures> WindowsOf(const std::vector<TickOutcome>& trace, int64_t span) {
+  std::vector<WindowFigures> windows;
+  span = std::max<int64_t>(span, 1);
+  const int64_t n = int64_t(trace.size());
+  for (int64_t begin = 0; begin < n; begin += span) {
+    const int64_t end = std::min(begin + span, n);
+    int64_t blocked = 0;
+    double reward = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      blocked += trace[size_t(i)].blocked ? 1 : 0;
+      reward += trace[size_t(i)].reward;
+    }
+    windows.push_back(WindowFigures{1000.0 * double(blocked) / double(end - begin), reward / double(end - begin)});
+  }
+  return windows;
 }
 
 RobotStats SimRobot::TakeWindow() {

@@ -17,6 +17,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/brain_client.h"
+#include "client/sim/linear_actor_critic.h"
+#include "client/sim/local_policy.h"
 #include "client/sim/world.h"
 #include "client/tools/latency_histogram.h"
 
@@ -24,14 +26,19 @@ namespace fieldbrain::sim {
 
 // Who drives: the brain, or a baseline to compare it with in the same world.
 enum class Policy {
-  kBrain,       // motors from the brain server
-  kRandomHeld,  // a uniformly random command, held for kRandomHoldTicks ticks
-  kForward,     // full drive ahead, wheels straight
+  kBrain,        // motors from the brain server
+  kRandomHeld,   // a uniformly random command, held for kRandomHoldTicks ticks
+  kForward,      // full drive ahead, wheels straight
+  kActorCritic,  // a linear actor-critic on the raw sensors (client/sim/linear_actor_critic.h)
+  kReactive,     // a hand-written driver from the distance sensor (client/sim/reactive_driver.h)
 };
 inline constexpr int kRandomHoldTicks = 25;  // 0.5 s at 50 Hz
-// "brain", "random-held", "forward"; nullopt for anything else.
+// "brain", "random-held", "forward", "actor-critic", "reactive"; nullopt for anything else.
 std::optional<Policy> PolicyFromName(std::string_view name);
 const char* PolicyName(Policy policy);
+// The robot-side driver of a baseline policy; nullptr for kBrain. `seed` draws its randomness
+// (random-held's commands, the actor-critic's exploration).
+std::unique_ptr<LocalPolicy> MakeLocalPolicy(Policy policy, uint64_t seed, const ActorCriticConfig& actor_critic);
 
 // One tick's outcome, for learning curves.
 struct TickOutcome {
@@ -67,6 +74,9 @@ struct SimRobotOptions {
   // the brain's answer whatever the machine's speed.
   bool resend_rate_limited = false;
   absl::Duration deadline = absl::Milliseconds(20);
+  // The seed of a baseline's randomness; unset: the world's seed.
+  std::optional<uint64_t> policy_seed;
+  ActorCriticConfig actor_critic;  // for Policy::kActorCritic
 };
 
 class SimRobot {
@@ -92,14 +102,11 @@ class SimRobot {
  private:
   // One tick: sensors, the policy's command, the world's step, the stats.
   void Tick();
-  std::vector<float> RandomHeldMotors();
-
   const std::unique_ptr<client::BrainClient> client_;
   const SimRobotOptions options_;
   World world_;
   const absl::Duration period_;
-  std::mt19937_64 policy_rng_;
-  std::vector<float> held_motors_;
+  const std::unique_ptr<LocalPolicy> local_policy_;  // null for the brain
   int64_t ticks_ = 0;
   std::optional<float> reward_;  // judges the previous tick's action; none before the first
   std::vector<TickOutcome> trace_;
@@ -116,5 +123,13 @@ struct TraceFigures {
   int64_t longest_blocked_run = 0, longest_blocked_run_after_settle = 0;
 };
 TraceFigures FiguresOf(const std::vector<TickOutcome>& trace, int64_t span = 1000, int64_t settle = 2000);
+
+// Blocked ticks per 1000 and reward per tick over consecutive windows of `span` ticks (a last,
+// shorter window included), for learning curves.
+struct WindowFigures {
+  double blocked_per_1000 = 0;
+  double reward_per_tick = 0;
+};
+std::vector<WindowFigures> WindowsOf(const std::vector<TickOutcome>& trace, int64_t span = 2000);
 
 }  // namespace fieldbrain::sim

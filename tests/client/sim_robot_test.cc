@@ -25,7 +25,7 @@ TEST(SimRobotTest, FiguresOfATrace) {
 }
 
 TEST(SimRobotTest, BaselinesNeedNoServerAndRepeatForASeed) {
-  for (Policy p : {Policy::kRandomHeld, Policy::kForward}) {
+  for (Policy p : {Policy::kRandomHeld, Policy::kForward, Policy::kActorCritic, Policy::kReactive}) {
     std::vector<std::vector<TickOutcome>> runs;
     for (int r = 0; r < 2; ++r) {
       SimRobotOptions o;
@@ -52,8 +52,39 @@ TEST(SimRobotTest, BaselinesNeedNoServerAndRepeatForASeed) {
   std::atomic<bool> stop{false};
   robot.RunLockstep(stop, 2000);
   EXPECT_GT(robot.TakeWindow().reflexes["obstacle"], 100u);
-  EXPECT_EQ(PolicyFromName("random-held"), Policy::kRandomHeld);
+  for (Policy p : {Policy::kBrain, Policy::kRandomHeld, Policy::kForward, Policy::kActorCritic, Policy::kReactive}) {
+    EXPECT_EQ(PolicyFromName(PolicyName(p)), p);
+  }
   EXPECT_FALSE(PolicyFromName("walk").has_value());
+}
+
+// --brain_seed: the same room driven with other draws of a baseline's randomness.
+TEST(SimRobotTest, APolicySeedChangesTheDrawNotTheRoom) {
+  auto drive = [](std::optional<uint64_t> policy_seed) {
+    SimRobotOptions o;
+    o.policy = Policy::kRandomHeld;
+    o.policy_seed = policy_seed;
+    SimRobot robot(nullptr, WorldConfig{ArenaConfig::Random(11), RobotConfig{}}, 11, o);
+    std::atomic<bool> stop{false};
+    robot.RunLockstep(stop, 1000);
+    std::vector<float> rewards;
+    for (const TickOutcome& t : robot.trace()) rewards.push_back(t.reward);
+    return rewards;
+  };
+  EXPECT_EQ(drive(std::nullopt), drive(11)) << "unset: the world's seed";
+  EXPECT_NE(drive(11), drive(12));
+}
+
+TEST(SimRobotTest, WindowsOfATrace) {
+  std::vector<TickOutcome> trace(5000, TickOutcome{false, 0.1f});
+  for (int i = 0; i < 2000; i += 20) trace[size_t(i)] = {true, -1.0f};  // 100 in the first window
+  const std::vector<WindowFigures> w = WindowsOf(trace, 2000);
+  ASSERT_EQ(w.size(), 3u) << "two whole windows and the last 1000 ticks";
+  EXPECT_DOUBLE_EQ(w[0].blocked_per_1000, 50.0);
+  EXPECT_NEAR(w[0].reward_per_tick, (1900 * 0.1 - 100) / 2000.0, 1e-6);
+  EXPECT_DOUBLE_EQ(w[1].blocked_per_1000, 0.0);
+  EXPECT_NEAR(w[2].reward_per_tick, 0.1, 1e-6);
+  EXPECT_TRUE(WindowsOf({}, 2000).empty());
 }
 
 }  // namespace
