@@ -3,9 +3,11 @@
 # random rooms 201-232 (four sets of 8), 12,000 lockstep ticks, reflex off, and four draws of its
 # exploration noise per room. Scores each setting by its reward per tick over the last 1000 ticks,
 # mean over rooms and draws, and prints the best. The held-out rooms of docs/brain.md are never
-# run here. Not part of `make test` (about 4 minutes on 2 cores).
+# run here. Not part of `make test` (a few minutes on 2 cores).
 #
 #   tests/bench/tune_actor_critic.sh [BUILD_DIR]
+#   CRITIC="0.03 0.1 0.3 1.0" ACTOR="0.003 0.01 0.03 0.1" LAMBDA="0.8 0.9 0.95" NOISE="0.2 0.4 0.6"
+# (the grid; the defaults are the first one run, docs/brain.md has the second, around its best)
 set -euo pipefail
 build=${1:-build}
 sim="$build/client/brain-sim"
@@ -16,10 +18,10 @@ draws=(1 1001 2001 3001)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
-for critic in 0.03 0.1 0.3 1.0; do
-  for actor in 0.003 0.01 0.03 0.1; do
-    for lambda in 0.8 0.9 0.95; do
-      for noise in 0.2 0.4 0.6; do
+for critic in ${CRITIC:-0.03 0.1 0.3 1.0}; do
+  for actor in ${ACTOR:-0.003 0.01 0.03 0.1}; do
+    for lambda in ${LAMBDA:-0.8 0.9 0.95}; do
+      for noise in ${NOISE:-0.2 0.4 0.6}; do
         sum_r=0 sum_b=0 n=0
         for room in "${rooms[@]}"; do
           for draw in "${draws[@]}"; do
