@@ -48,7 +48,7 @@ row() {
   r=$(awk '/^  reward \/ tick/ {gsub(",", "", $7); print $7, $11}' <<<"$out")
   wb=$(awk '/^  by 2000 ticks/ {$1=$2=$3=$4=""; print}' <<<"$out" | sed 's/^ *//; s/blocked\/1000 //')
   wr=$(awk '/^                   reward\/tick/ {$1=""; print}' <<<"$out" | sed 's/^ *//')
-  dist=$(awk '/^  distance driven/ {print $(NF-2)}' <<<"$out")
+  dist=$(awk '/^  distance driven/ {print $(NF-3)}' <<<"$out")
   read -r b1 b2 <<<"$b"
   read -r r1 r2 <<<"$r"
   printf '| %s | %s | %s -> %s | %s -> %s | %s m | %s | %s |\n' "$name" "$label" "$b1" "$b2" "$r1" "$r2" "$dist" "$wb" "$wr"
