@@ -383,7 +383,8 @@ std::optional<BrainDirectory::SlotBrain> BrainDirectory::BrainIn(int slot) const
   absl::MutexLock lock(&mu_);
   const Binding* b = CurrentBindingLocked(slot);
   if (b == nullptr) return std::nullopt;
-  return SlotBrain{b->robot_id, b->generation, robots_.at(b->robot_id).token_sha256};
+  const Robot& r = robots_.at(b->robot_id);
+  return SlotBrain{b->robot_id, b->generation, r.token_sha256, r.written_cycle};
 }
 
 bool BrainDirectory::CopiesWanted(int slot) const {
@@ -409,12 +410,6 @@ void BrainDirectory::Written(const std::string& robot_id, uint64_t generation, u
   if (auto it = robots_.find(robot_id); it != robots_.end() && it->second.generation == generation) {
     it->second.written_cycle = cycle;
   }
-}
-
-std::optional<uint64_t> BrainDirectory::WrittenCycle(const std::string& robot_id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = robots_.find(robot_id);
-  return it == robots_.end() ? std::nullopt : it->second.written_cycle;
 }
 
 uint64_t BrainDirectory::Generation(const std::string& robot_id) const {

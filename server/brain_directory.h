@@ -145,6 +145,9 @@ class BrainDirectory {
     std::string robot_id;
     uint64_t generation = 0;
     std::array<uint8_t, 32> token_sha256{};
+    // The cycle this daemon last wrote of this brain: an unchanged brain is not written again (a
+    // kept copy that expires must not overwrite the file of a daemon the robot moved to).
+    std::optional<uint64_t> written_cycle;
   };
   std::optional<SlotBrain> BrainIn(int slot) const;
   // Whether BrainIn(slot) has a brain, without copying its name (the engine thread asks often).
@@ -153,11 +156,9 @@ class BrainDirectory {
   void SlotFreed(int slot, bool copy_on_its_way);
   // The robot has nothing on its way to disk any more (its last write done or dropped).
   void Settled(const std::string& robot_id);
-  // A copy of the robot's brain at `cycle` reached its file / the cycle last written (an unchanged
-  // brain is not written again: a kept copy that expires must not overwrite the file of a daemon
-  // the robot moved to).
+  // A copy of the robot's brain of `generation` at `cycle` reached its file (SlotBrain's
+  // written_cycle from then on).
   void Written(const std::string& robot_id, uint64_t generation, uint64_t cycle);
-  std::optional<uint64_t> WrittenCycle(const std::string& robot_id) const;
   // The robot's current generation (0 for a robot never seen).
   uint64_t Generation(const std::string& robot_id) const;
   // The robot's place, or nullopt for one never seen.

@@ -93,7 +93,7 @@ bool Checkpointer::Holds(int slot, uint64_t cycle) const {
   if (!brain.has_value()) return false;
   if (auto it = pending_.find(brain->robot_id); it != pending_.end()) return it->second.header.cycle == cycle;
   if (writing_robot_ == brain->robot_id) return writing_cycle_ == cycle;
-  return directory_->WrittenCycle(brain->robot_id) == cycle;
+  return brain->written_cycle == cycle;
 }
 
 BrainSnapshot* Checkpointer::ClaimLocked(int slot) {
@@ -112,7 +112,7 @@ void Checkpointer::Take(int slot, BrainSnapshot* buffer, bool copied) {
     return;
   }
   const std::string& robot_id = brain->robot_id;
-  if (directory_->WrittenCycle(robot_id) == buffer->state.cycle && !pending_.contains(robot_id)) {
+  if (brain->written_cycle == buffer->state.cycle && !pending_.contains(robot_id)) {
     FreeLocked(buffer);  // the file already holds this very brain
     return;
   }

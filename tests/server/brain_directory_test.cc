@@ -65,7 +65,7 @@ TEST_F(BrainDirectoryTest, ABrainGoesLiveKeptReleasingSavingAndOnDisk) {
   d_.Written("car", 1, 40);  // a periodic copy: the brain stays in its slot
   d_.Settled("car");
   EXPECT_EQ(d_.PlaceOf("car"), BrainPlace::kLive);
-  EXPECT_EQ(d_.WrittenCycle("car"), 40u);
+  EXPECT_EQ(d_.BrainIn(2)->written_cycle, 40u);
 
   d_.Detach("car", 1, now_);
   EXPECT_EQ(d_.PlaceOf("car"), BrainPlace::kKept);
@@ -98,8 +98,8 @@ TEST_F(BrainDirectoryTest, ANewBrainsGenerationGoesAboveItsFileAndLeavesTheOldCo
   d_.SlotFreed(0, false);  // its late release changes nothing of the new brain
   EXPECT_EQ(d_.PlaceOf("arm"), BrainPlace::kLive);
   d_.Written("arm", 8, 100);  // a copy of the old generation that slipped through: not recorded
-  EXPECT_EQ(d_.WrittenCycle("arm"), std::nullopt);
   ASSERT_TRUE(d_.BrainIn(1).has_value());
+  EXPECT_EQ(d_.BrainIn(1)->written_cycle, std::nullopt);
   EXPECT_EQ(d_.BrainIn(1)->generation, 9u);
   EXPECT_EQ(d_.Generation("arm"), 9u);
 }
