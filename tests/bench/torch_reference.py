@@ -890,8 +890,15 @@ def measure(shape, batch, mode, args, device, deadline):
         importlib.import_module("torch._dynamo").reset()
         step = torch.compile(eager, mode=COMPILE_MODES[mode], dynamic=False, fullgraph=True)
         t0 = time.perf_counter()
-        # compiles; with CUDA graphs the first calls record, later ones replay
-        state, _ = run_cycles(step, state, consts, ring, 0, 3 if graphs else 1, MOTORS, gen, graphs=graphs)
+        # compiles; with CUDA graphs the first calls warm up and record, later ones replay. Each of
+        # those first calls' state is cloned before the next call reads it: while a graph is
+        # warming up or recording, CUDA graph trees may hand the memory of the last call's outputs
+        # to the next call (the H200 run of 2026-11-26 failed here with "accessing tensor output
+        # of CUDAGraphs that has been overwritten"); replays read their inputs before writing.
+        for i in range(3 if graphs else 1):
+            state, _ = run_cycles(step, state, consts, ring, i, 1, MOTORS, gen, graphs=graphs)
+            if graphs:
+                state = clone_state(state)
         sync(device)
         row["compile_s"] = round(time.perf_counter() - t0, 2)
     done = (3 if graphs else 1) if compiled else 0
