@@ -690,8 +690,13 @@ class InputRing:
 
 def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=None, graphs=False):
     """`count` cycles from cycle number `first`; with `timer`, each cycle is timed (list of ms).
-    `graphs`: the step replays CUDA graphs (compile-ro); each cycle is marked as a new step, so the
-    graph may reuse the memory of outputs two cycles old (each cycle reads only the last one)."""
+    `graphs`: the step replays CUDA graphs (compile-ro). Each cycle is marked as a new step, and
+    its state is cloned after the timed region: the graph pool hands a cycle's outputs to the next
+    replay, which would read its inputs from memory it is writing. Without the clone the H200 run of
+    2026-11-26 first failed ("accessing tensor output of CUDAGraphs that has been overwritten"),
+    and with a clone only after the warm-up calls its state left its bounds. CUDA graph trees copy
+    the cloned state into the graph's static inputs inside the step, as reduce-overhead does for
+    every input that is not a graph output: that copy is timed, the clone is not."""
     batch = state["field"].shape[0]
     device = state["field"].device
     out = None
@@ -705,6 +710,8 @@ def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=Non
         state, out = step(state, consts, sensors, reward, xi)
         if timer is not None:
             timer.stop()
+        if graphs:
+            state, out = clone_state(state), clone_state(out)
     return state, out
 
 
@@ -890,15 +897,8 @@ def measure(shape, batch, mode, args, device, deadline):
         importlib.import_module("torch._dynamo").reset()
         step = torch.compile(eager, mode=COMPILE_MODES[mode], dynamic=False, fullgraph=True)
         t0 = time.perf_counter()
-        # compiles; with CUDA graphs the first calls warm up and record, later ones replay. Each of
-        # those first calls' state is cloned before the next call reads it: while a graph is
-        # warming up or recording, CUDA graph trees may hand the memory of the last call's outputs
-        # to the next call (the H200 run of 2026-11-26 failed here with "accessing tensor output
-        # of CUDAGraphs that has been overwritten"); replays read their inputs before writing.
-        for i in range(3 if graphs else 1):
-            state, _ = run_cycles(step, state, consts, ring, i, 1, MOTORS, gen, graphs=graphs)
-            if graphs:
-                state = clone_state(state)
+        # compiles; with CUDA graphs the first calls warm up and record, later ones replay
+        state, _ = run_cycles(step, state, consts, ring, 0, 3 if graphs else 1, MOTORS, gen, graphs=graphs)
         sync(device)
         row["compile_s"] = round(time.perf_counter() - t0, 2)
     done = (3 if graphs else 1) if compiled else 0
