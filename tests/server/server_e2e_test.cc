@@ -271,11 +271,9 @@ TEST_F(ServerE2eTest, ServesMetricsOverHttp) {
 // MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
 int64_t MemAvailableBytes() {
   std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
+  constexpr char kKey[] = "MemAvailable:";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kKey, 0) == 0) return std::strtoll(line.c_str() + sizeof(kKey) - 1, nullptr, 10) * 1024;
   }
   return 0;
 }
