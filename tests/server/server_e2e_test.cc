@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "client/brain_client.h"
 #include "gmock/gmock.h"
+#include "gpu/memory_budget.h"
 #include "eventually.h"
 #include "gtest/gtest.h"
 #include "raw_stream.h"
@@ -268,16 +269,6 @@ TEST_F(ServerE2eTest, ServesMetricsOverHttp) {
   EXPECT_THAT(body, HasSubstr("brain_engine_info{engine=\"" + EngineUnderTest() + "\",reason=\""));
 }
 
-// MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
-int64_t MemAvailableBytes() {
-  std::ifstream in("/proc/meminfo");
-  constexpr char kKey[] = "MemAvailable:";
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(kKey, 0) == 0) return std::strtoll(line.c_str() + sizeof(kKey) - 1, nullptr, 10) * 1024;
-  }
-  return 0;
-}
-
 TEST(ServerFlagsE2eTest, BadFlagsExitNonZeroWithAMessage) {
   for (const char* bad : {"--max_robots=0", "--engine=tpu", "--field=huge", "--listen=nowhere"}) {
     std::optional<ChildProcess> p = ChildProcess::Spawn({ServerBinary(), bad});
@@ -294,11 +285,11 @@ TEST(ServerFlagsE2eTest, BadFlagsExitNonZeroWithAMessage) {
 // engine's check (host memory); the CUDA engine's (device memory) is a gpu test, since a GPU of
 // 80 GiB or more holds even the largest pool the flags allow.
 TEST(ServerFlagsE2eTest, APoolThatDoesNotFitIsRefusedNamingTheFlags) {
-  // The largest pool the flags allow (4608 fields of 8 MiB) fits a machine with more free memory
+  // The largest pool the flags allow (the 4608 fields below) fits a machine with more free memory
   // than that, such as the 128 GiB GPU machines: nothing can be refused there.
-  constexpr int64_t kLargestPoolBytes = int64_t(4608) << 23;
-  if (const int64_t available = MemAvailableBytes(); available > kLargestPoolBytes) {
-    GTEST_SKIP() << "this machine has " << (available >> 30) << " GiB free, more than the largest pool";
+  const int64_t largest_pool_bytes = int64_t(4096 + 512) * FieldShape::Default().floats() * int64_t(sizeof(float));
+  if (const std::optional<int64_t> available = HostMemoryAvailable(); available && *available > largest_pool_bytes) {
+    GTEST_SKIP() << "this machine has " << FormatBytes(*available) << " free, more than the largest pool";
   }
   const std::string log_path = ::testing::TempDir() + "oversized_pool_stderr.log";
   // 4096 default-field robots: 36 GiB of fields, more than any of our test machines has free.
