@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "gpu/model/driver.h"
 #include "gpu/model/exploration.h"
 #include "gpu/model/field_init.h"
 #include "gpu/model/field_math.h"
@@ -206,8 +207,23 @@ TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_FLOAT_EQ(wp_next(0.0f, 0.4f, 2.0f, 0.25f), 0.1f);
   EXPECT_EQ(inverse_norm2(0.0f), 0.0f);
   EXPECT_FLOAT_EQ(motor_learned(0.5f, 16.0f), 1.5f);
-  EXPECT_FLOAT_EQ(motor_value(0.0f, 0.0f, 0.5f, 0.0f), 0.0f);
-  EXPECT_FLOAT_EQ(motor_value(0.25f, -0.5f, 0.5f, 0.5f), 0.0f);  // pull + learned + x z
+  // The driver (driver.h): the pull joins theta . d inside tanh; the step clamps into range.
+  EXPECT_FLOAT_EQ(driver_mean(0.25f, -0.25f), 0.0f);
+  EXPECT_FLOAT_EQ(driver_motor(0.9f, 2.0f, 0.1f), 1.0f);
+  EXPECT_FLOAT_EQ(driver_spread(1.0f), kDriverSpread + kDriverFrustrationSpread);
+  // Steps scale by 1 / RMS only once the error's RMS passes the floor.
+  EXPECT_FLOAT_EQ(driver_error_scale(0.0f), 1.0f);
+  EXPECT_FLOAT_EQ(driver_error_scale(4.0f), kDriverErrorFloor / 2.0f);
+  // The actor steps on the advantage: an error equal to its running mean moves nothing.
+  EXPECT_EQ(driver_actor_step(0.7f, 0.7f, 1.0f, 12), 0.0f);
+  // Withdrawal: only a bad surprise while frustrated, and only along the centred frame.
+  EXPECT_EQ(driver_withdraw_step(0.5f, 1.0f, 1.0f, 12), 0.0f);
+  EXPECT_EQ(driver_withdraw_step(-0.5f, 1.0f, 0.0f, 12), 0.0f);
+  EXPECT_LT(driver_withdraw_step(-0.5f, 1.0f, 1.0f, 12), 0.0f);
+  const float s_prev[kMaxSensors] = {0.8f}, s_mean[kMaxSensors] = {0.5f};
+  EXPECT_FLOAT_EQ(driver_withdraw_feature(0, s_prev, s_mean), 0.3f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverSquaresAt, s_prev, s_mean), 0.0f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean), 0.0f);
   // The actor sees the sensor frames at their own gain, the field features as they are.
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt - 1, 0.5f), 0.5f);
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt, 0.5f), 0.5f * kActorFrameGain);
