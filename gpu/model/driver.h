@@ -54,7 +54,7 @@ inline constexpr float kDriverFrustrationSpread = 0.5f;  // sigma = 0.1 + 0.5 fr
 inline constexpr float kDriverErrorKeep = 0.99f;         // the TD error's running RMS: ~100 cycles
 inline constexpr float kDriverErrorFloor = 0.1f;         // steps are scaled by floor / max(RMS, floor)
 inline constexpr float kDriverAdvantageKeep = 0.995f;    // the TD error's running mean: ~200 cycles
-inline constexpr float kDriverWithdrawGain = 10.0f;      // x frustration
+inline constexpr float kDriverWithdrawGain = 2.0f;       // x frustration
 inline constexpr float kDriverInitialWeight = 0.05f;     // spread of a newborn's actor weights
 // Bounds that keep a robot fed absurd rewards finite; a sane robot's weights stay far inside.
 inline constexpr float kDriverDeltaBound = 10.0f;

@@ -127,7 +127,7 @@ DRIVER_FRUSTRATION_SPREAD = 0.5  # kDriverFrustrationSpread: spread = 0.1 + 0.5 
 DRIVER_ERROR_KEEP = 0.99  # kDriverErrorKeep: the TD error's running square
 DRIVER_ERROR_FLOOR = 0.1  # kDriverErrorFloor: actor steps x floor / max(RMS, floor)
 DRIVER_ADVANTAGE_KEEP = 0.995  # kDriverAdvantageKeep: the TD error's running mean
-DRIVER_WITHDRAW_GAIN = 10.0  # kDriverWithdrawGain (x frustration)
+DRIVER_WITHDRAW_GAIN = 2.0  # kDriverWithdrawGain (x frustration)
 DRIVER_INITIAL_WEIGHT = 0.05  # kDriverInitialWeight
 DRIVER_DELTA_BOUND = 10.0  # kDriverDeltaBound
 DRIVER_WEIGHT_BOUND = 50.0  # kDriverWeightBound
