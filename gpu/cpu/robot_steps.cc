@@ -92,6 +92,7 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
                 float* motors) {
   const int n = params.sensor_count;
   const float frustration = model::frustration(state.reward_fast, state.reward_slow, state.reward_spread);
+  const float bored = model::boredom(state.novelty, state.novelty_slow);
   float frame_prev[kMaxSensors], d[model::kDriverFeatures], d_prev[model::kDriverFeatures];
   for (int i = 0; i < n; ++i) frame_prev[i] = model::frame_value(state.psi_prev[kFrameFeaturesAt + i]);
   ForEachDriverFeature(n, [&](int j) {
@@ -122,7 +123,7 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
       for (int k = 0; k < params.motor_count; ++k)
         ForEachDriverFeature(n, [&](int j) {
           const float w = model::driver_weight_next(state.driver_actor[k][j], actor_step, state.driver_actor_trace[k][j]);
-          const float along = state.motor_prev[k] * model::driver_withdraw_feature(j, frame_prev, state.sensor_mean);
+          const float along = state.motor_prev[k] * model::driver_withdraw_feature(j, frame_prev, state.sensor_mean, bored);
           state.driver_actor[k][j] = model::driver_weight_next(w, withdraw, along);
         });
     }

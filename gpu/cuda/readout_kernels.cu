@@ -192,7 +192,8 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
       st.driver_critic[tid] = model::driver_weight_next(
           driver_w, model::driver_step(model::kDriverCriticRate, driver_delta, sensor_count), st.driver_critic_trace[tid]);
       if (p.learn_motors) {
-        const float along = model::driver_withdraw_feature(tid, frame_prev, st.sensor_mean);
+        const float along =
+            model::driver_withdraw_feature(tid, frame_prev, st.sensor_mean, model::boredom(st.novelty, st.novelty_slow));
         for (int k = 0; k < motor_count; ++k) {
           const float w = model::driver_weight_next(st.driver_actor[k][tid], driver_scalars[0], st.driver_actor_trace[k][tid]);
           st.driver_actor[k][tid] = model::driver_weight_next(w, driver_scalars[1], st.motor_prev[k] * along);

@@ -71,9 +71,13 @@ FB_HD float driver_feature(int j, const float* s) {
   return j < kDriverSquaresAt ? s[j] : s[j - kDriverSquaresAt] * s[j - kDriverSquaresAt];
 }
 
-// What withdrawal moves theta_kj along: the frame's deviation from its recent mean, and nothing
-// for the squares and the bias.
-FB_HD float driver_withdraw_feature(int j, const float* s_prev, const float* s_mean) {
+// What withdrawal moves theta_kj along: the frame's deviation from its recent mean, nothing for
+// the squares, and the robot's boredom for the bias.
+// A pinned robot's frame stops changing, so its centred frame is 0: while bored, withdrawal also
+// runs through the bias (what the robot does everywhere), so a car pushing into a wall it cannot
+// see backs off (docs/brain.md, issue 23: a car pushed backwards into a wall for 3000 ticks).
+FB_HD float driver_withdraw_feature(int j, const float* s_prev, const float* s_mean, float boredom) {
+  if (j == kDriverBiasAt) return boredom;
   return j < kDriverSquaresAt ? s_prev[j] - s_mean[j] : 0.0f;
 }
 

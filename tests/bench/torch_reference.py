@@ -486,7 +486,8 @@ def make_cycle(shape):
                                     -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
         stepped = torch.clamp(st["driver_actor"] + actor_step[:, None, None] * st["driver_actor_trace"],
                               -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
-        centred = torch.cat([s_prev - sensor_mean, torch.zeros_like(d_prev[:, n:])], 1)  # (B, 2N + 1)
+        # The centred frame, nothing for the squares, the boredom for the bias.
+        centred = torch.cat([s_prev - sensor_mean, torch.zeros_like(s_prev), boredom.unsqueeze(1)], 1)  # (B, 2N + 1)
         along = st["motor_prev"].unsqueeze(2) * centred.unsqueeze(1)  # (B, K, 2N + 1)
         driver_actor = torch.clamp(stepped + withdraw[:, None, None] * along, -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
         keep = DRIVER_DISCOUNT * DRIVER_LAMBDA
@@ -745,7 +746,7 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
             scale = DRIVER_ERROR_FLOOR / max(math.sqrt(error_square), DRIVER_ERROR_FLOOR)
             actor_step = scale * DRIVER_ACTOR_RATE * (dd - error_mean) / n_d
             withdraw = scale * DRIVER_WITHDRAW_GAIN * frustration * DRIVER_ACTOR_RATE * dd / n_d if dd < 0.0 else 0.0
-            centred = [s_prev[i] - sensor_mean[i] for i in range(n)] + [0.0] * (n + 1)
+            centred = [s_prev[i] - sensor_mean[i] for i in range(n)] + [0.0] * n + [boredom]
             for k in range(k_motors):
                 stepped = [_clamp(driver_actor[k][j] + actor_step * st["driver_actor_trace"][k][j], DRIVER_WEIGHT_BOUND)
                            for j in range(n_d)]

@@ -221,9 +221,10 @@ TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_EQ(driver_withdraw_step(-0.5f, 1.0f, 0.0f, 12), 0.0f);
   EXPECT_LT(driver_withdraw_step(-0.5f, 1.0f, 1.0f, 12), 0.0f);
   const float s_prev[kMaxSensors] = {0.8f}, s_mean[kMaxSensors] = {0.5f};
-  EXPECT_FLOAT_EQ(driver_withdraw_feature(0, s_prev, s_mean), 0.3f);
-  EXPECT_EQ(driver_withdraw_feature(kDriverSquaresAt, s_prev, s_mean), 0.0f);
-  EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean), 0.0f);
+  EXPECT_FLOAT_EQ(driver_withdraw_feature(0, s_prev, s_mean, 1.0f), 0.3f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverSquaresAt, s_prev, s_mean, 1.0f), 0.0f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean, 0.0f), 0.0f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean, 0.75f), 0.75f);
   // The actor sees the sensor frames at their own gain, the field features as they are.
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt - 1, 0.5f), 0.5f);
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt, 0.5f), 0.5f * kActorFrameGain);
