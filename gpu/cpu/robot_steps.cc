@@ -115,10 +115,12 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
     });
     if (params.learn_motors) {
       const bool first = state.cycle == 1;
-      state.driver_error_square = model::driver_error_square_next(state.driver_error_square, delta, first);
-      state.driver_error_mean = model::driver_error_mean_next(state.driver_error_mean, delta, first);
-      const float scale = model::driver_error_scale(state.driver_error_square);
-      const float actor_step = model::driver_actor_step(delta, state.driver_error_mean, scale, n);
+      const float advantage = model::driver_advantage(reward, v_now, v_prev);
+      state.driver_advantage_square =
+          model::driver_advantage_square_next(state.driver_advantage_square, advantage, state.driver_advantage_mean, first);
+      state.driver_advantage_mean = model::driver_advantage_mean_next(state.driver_advantage_mean, advantage, first);
+      const float scale = model::driver_advantage_scale(state.driver_advantage_square);
+      const float actor_step = model::driver_actor_step(advantage, state.driver_advantage_mean, scale, n);
       const float withdraw = model::driver_withdraw_step(delta, scale, frustration, n);
       for (int k = 0; k < params.motor_count; ++k)
         ForEachDriverFeature(n, [&](int j) {

@@ -180,10 +180,12 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   const float frustration = model::frustration(st.reward_fast, st.reward_slow, st.reward_spread);
   if (tid == 0 && driver_learns) {
     const bool first = cycle == 1;
-    st.driver_error_square = model::driver_error_square_next(st.driver_error_square, driver_delta, first);
-    st.driver_error_mean = model::driver_error_mean_next(st.driver_error_mean, driver_delta, first);
-    const float scale = model::driver_error_scale(st.driver_error_square);
-    driver_scalars[0] = model::driver_actor_step(driver_delta, st.driver_error_mean, scale, sensor_count);
+    const float advantage = model::driver_advantage(reward, v_now, v_prev);
+    st.driver_advantage_square =
+        model::driver_advantage_square_next(st.driver_advantage_square, advantage, st.driver_advantage_mean, first);
+    st.driver_advantage_mean = model::driver_advantage_mean_next(st.driver_advantage_mean, advantage, first);
+    const float scale = model::driver_advantage_scale(st.driver_advantage_square);
+    driver_scalars[0] = model::driver_actor_step(advantage, st.driver_advantage_mean, scale, sensor_count);
     driver_scalars[1] = model::driver_withdraw_step(driver_delta, scale, frustration, sensor_count);
   }
   __syncthreads();  // the steps visible to the feature owners

@@ -74,8 +74,8 @@ struct RobotState {
   // The driver (gpu/model/driver.h): its TD error's running square and mean, its critic w, actor
   // theta and their eligibility traces over d = [s | s^2 | 1]. The frame it learns from last
   // cycle is psi_prev's.
-  float driver_error_square = 0.0f;
-  float driver_error_mean = 0.0f;
+  float driver_advantage_square = 0.0f;
+  float driver_advantage_mean = 0.0f;
   float driver_critic[model::kDriverFeatures] = {};
   float driver_critic_trace[model::kDriverFeatures] = {};
   float driver_actor[kMaxMotors][model::kDriverFeatures] = {};

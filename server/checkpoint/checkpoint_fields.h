@@ -47,8 +47,8 @@ void State(V& v, S& s) {
   v(s.wm);
   v(s.prediction);
   v(s.wp);
-  v(s.driver_error_square);
-  v(s.driver_error_mean);
+  v(s.driver_advantage_square);
+  v(s.driver_advantage_mean);
   v(s.driver_critic);
   v(s.driver_critic_trace);
   v(s.driver_actor);

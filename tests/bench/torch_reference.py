@@ -121,11 +121,12 @@ CRITIC_BOUND = 100.0  # kCriticBound: critic weights and bias stay within +-100
 DRIVER_CRITIC_RATE = 0.03  # kDriverCriticRate (per feature: over the 2N + 1 features)
 DRIVER_ACTOR_RATE = 0.3  # kDriverActorRate
 DRIVER_DISCOUNT = 0.98  # kDriverDiscount
+DRIVER_VALUE_SHARE = 0.2  # kDriverValueShare
 DRIVER_LAMBDA = 0.5  # kDriverLambda
 DRIVER_SPREAD = 0.1  # kDriverSpread: the policy's spread when nothing frustrates
 DRIVER_FRUSTRATION_SPREAD = 0.5  # kDriverFrustrationSpread: spread = 0.1 + 0.5 frustration
-DRIVER_ERROR_KEEP = 0.99  # kDriverErrorKeep: the TD error's running square
-DRIVER_ERROR_FLOOR = 0.1  # kDriverErrorFloor: actor steps x floor / max(RMS, floor)
+DRIVER_SQUARE_KEEP = 0.99  # kDriverSquareKeep: the TD error's running square
+DRIVER_RMS_FLOOR = 0.1  # kDriverRmsFloor: actor steps x floor / max(RMS, floor)
 DRIVER_ADVANTAGE_KEEP = 0.995  # kDriverAdvantageKeep: the TD error's running mean
 DRIVER_WITHDRAW_GAIN = 2.0  # kDriverWithdrawGain (x frustration)
 DRIVER_INITIAL_WEIGHT = 0.05  # kDriverInitialWeight
@@ -292,8 +293,8 @@ def init_state(shape, batch, n_sensors, n_motors, device, gen):
         "wp": zeros(batch, n_sensors, r),
         # The driver: its TD error's running square and mean, critic, actor (a newborn's small
         # seeded weights) and their traces over d = [s | s^2 | 1].
-        "driver_error_square": zeros(batch),
-        "driver_error_mean": zeros(batch),
+        "driver_advantage_square": zeros(batch),
+        "driver_advantage_mean": zeros(batch),
         "driver_critic": zeros(batch, 2 * n_sensors + 1),
         "driver_critic_trace": zeros(batch, 2 * n_sensors + 1),
         "driver_actor": DRIVER_INITIAL_WEIGHT * torch.randn(batch, n_motors, 2 * n_sensors + 1, device=device,
@@ -469,16 +470,19 @@ def make_cycle(shape):
         started = st["cycle"] > 0
         learns = started & learn[:, 0, 0]
         first = st["cycle"] == 1
-        square = torch.where(first, driver_delta * driver_delta, DRIVER_ERROR_KEEP * st["driver_error_square"]
-                             + (1.0 - DRIVER_ERROR_KEEP) * driver_delta * driver_delta)
-        mean = torch.where(first, driver_delta, DRIVER_ADVANTAGE_KEEP * st["driver_error_mean"]
-                           + (1.0 - DRIVER_ADVANTAGE_KEEP) * driver_delta)
-        driver_error_square = torch.where(learns, square, st["driver_error_square"])
-        driver_error_mean = torch.where(learns, mean, st["driver_error_mean"])
-        scale = DRIVER_ERROR_FLOOR / torch.clamp(torch.sqrt(driver_error_square), min=DRIVER_ERROR_FLOOR)
+        advantage = torch.clamp(reward + DRIVER_VALUE_SHARE * (DRIVER_DISCOUNT * (w * d).sum(1) - (w * d_prev).sum(1)),
+                                -DRIVER_DELTA_BOUND, DRIVER_DELTA_BOUND)
+        deviation = advantage - st["driver_advantage_mean"]
+        square = torch.where(first, deviation * deviation, DRIVER_SQUARE_KEEP * st["driver_advantage_square"]
+                             + (1.0 - DRIVER_SQUARE_KEEP) * deviation * deviation)
+        mean = torch.where(first, advantage, DRIVER_ADVANTAGE_KEEP * st["driver_advantage_mean"]
+                           + (1.0 - DRIVER_ADVANTAGE_KEEP) * advantage)
+        driver_advantage_square = torch.where(learns, square, st["driver_advantage_square"])
+        driver_advantage_mean = torch.where(learns, mean, st["driver_advantage_mean"])
+        scale = DRIVER_RMS_FLOOR / torch.clamp(torch.sqrt(driver_advantage_square), min=DRIVER_RMS_FLOOR)
         zero = torch.zeros_like(driver_delta)
         critic_step = torch.where(started, DRIVER_CRITIC_RATE * per_feature * driver_delta, zero)
-        actor_step = torch.where(learns, scale * DRIVER_ACTOR_RATE * per_feature * (driver_delta - driver_error_mean),
+        actor_step = torch.where(learns, scale * DRIVER_ACTOR_RATE * per_feature * (advantage - driver_advantage_mean),
                                  zero)
         withdraw = torch.where(learns & (driver_delta < 0.0), scale * DRIVER_WITHDRAW_GAIN * frustration
                                * DRIVER_ACTOR_RATE * per_feature * driver_delta, zero)
@@ -529,8 +533,8 @@ def make_cycle(shape):
             "wm": wm_next,
             "prediction": prediction,
             "wp": wp,
-            "driver_error_square": driver_error_square,
-            "driver_error_mean": driver_error_mean,
+            "driver_advantage_square": driver_advantage_square,
+            "driver_advantage_mean": driver_advantage_mean,
             "driver_critic": driver_critic,
             "driver_critic_trace": driver_critic_trace,
             "driver_actor": driver_actor,
@@ -732,7 +736,7 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     n_d = len(d)
     driver_critic = list(st["driver_critic"])
     driver_actor = [list(row) for row in st["driver_actor"]]
-    error_square, error_mean = st["driver_error_square"], st["driver_error_mean"]
+    error_square, error_mean = st["driver_advantage_square"], st["driver_advantage_mean"]
     if st["cycle"] > 0:
         v_now = sum(driver_critic[j] * d[j] for j in range(n_d))
         v_prev = sum(driver_critic[j] * d_prev[j] for j in range(n_d))
@@ -741,10 +745,12 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
                                 DRIVER_WEIGHT_BOUND) for j in range(n_d)]
         if params.get("learn_motors", True):
             first = st["cycle"] == 1
-            error_square = dd * dd if first else DRIVER_ERROR_KEEP * error_square + (1.0 - DRIVER_ERROR_KEEP) * dd * dd
-            error_mean = dd if first else DRIVER_ADVANTAGE_KEEP * error_mean + (1.0 - DRIVER_ADVANTAGE_KEEP) * dd
-            scale = DRIVER_ERROR_FLOOR / max(math.sqrt(error_square), DRIVER_ERROR_FLOOR)
-            actor_step = scale * DRIVER_ACTOR_RATE * (dd - error_mean) / n_d
+            adv = _clamp(reward + DRIVER_VALUE_SHARE * (DRIVER_DISCOUNT * v_now - v_prev), DRIVER_DELTA_BOUND)
+            dev = adv - error_mean
+            error_square = dev * dev if first else DRIVER_SQUARE_KEEP * error_square + (1.0 - DRIVER_SQUARE_KEEP) * dev * dev
+            error_mean = adv if first else DRIVER_ADVANTAGE_KEEP * error_mean + (1.0 - DRIVER_ADVANTAGE_KEEP) * adv
+            scale = DRIVER_RMS_FLOOR / max(math.sqrt(error_square), DRIVER_RMS_FLOOR)
+            actor_step = scale * DRIVER_ACTOR_RATE * (adv - error_mean) / n_d
             withdraw = scale * DRIVER_WITHDRAW_GAIN * frustration * DRIVER_ACTOR_RATE * dd / n_d if dd < 0.0 else 0.0
             centred = [s_prev[i] - sensor_mean[i] for i in range(n)] + [0.0] * n + [boredom]
             for k in range(k_motors):
@@ -775,7 +781,7 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
         "noise": noise, "feature_scale": scale, "psi_prev": psi, "critic_bias": critic_bias,
         "value_prev": value_now, "critic": critic, "motor_bias": motor_bias, "bias_trace": bias_trace,
         "motor_prev": motors, "trace": trace, "wm": wm, "prediction": prediction, "wp": wp,
-        "driver_error_square": error_square, "driver_error_mean": error_mean,
+        "driver_advantage_square": error_square, "driver_advantage_mean": error_mean,
         "driver_critic": driver_critic, "driver_critic_trace": driver_critic_trace, "driver_actor": driver_actor,
         "driver_actor_trace": driver_actor_trace,
     }

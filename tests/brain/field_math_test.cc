@@ -211,10 +211,19 @@ TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_FLOAT_EQ(driver_mean(0.25f, -0.25f), 0.0f);
   EXPECT_FLOAT_EQ(driver_motor(0.9f, 2.0f, 0.1f), 1.0f);
   EXPECT_FLOAT_EQ(driver_spread(1.0f), kDriverSpread + kDriverFrustrationSpread);
-  // Steps scale by 1 / RMS only once the error's RMS passes the floor.
-  EXPECT_FLOAT_EQ(driver_error_scale(0.0f), 1.0f);
-  EXPECT_FLOAT_EQ(driver_error_scale(4.0f), kDriverErrorFloor / 2.0f);
-  // The actor steps on the advantage: an error equal to its running mean moves nothing.
+  // The actor's advantage: the reward and a fifth of the critic's judgement of the move (the whole
+  // TD error credited the echo of the command in the next frame; docs/brain.md, issue 23).
+  EXPECT_FLOAT_EQ(driver_advantage(0.5f, 0.0f, 0.0f), 0.5f);
+  EXPECT_FLOAT_EQ(driver_advantage(0.0f, 1.0f, 0.0f), kDriverValueShare * kDriverDiscount);
+  EXPECT_FLOAT_EQ(driver_td_error(0.0f, 1.0f, 0.0f), kDriverDiscount);
+  EXPECT_FLOAT_EQ(driver_advantage(1e6f, 0.0f, 0.0f), kDriverDeltaBound);
+  // Its running square measures the spread around the mean as it was: a steady advantage has none.
+  EXPECT_FLOAT_EQ(driver_advantage_square_next(0.0f, 0.3f, 0.3f, false), 0.0f);
+  EXPECT_FLOAT_EQ(driver_advantage_square_next(0.0f, 0.5f, 0.0f, true), 0.25f);
+  // Steps scale by 1 / RMS only once the advantage's RMS passes the floor.
+  EXPECT_FLOAT_EQ(driver_advantage_scale(0.0f), 1.0f);
+  EXPECT_FLOAT_EQ(driver_advantage_scale(4.0f), kDriverRmsFloor / 2.0f);
+  // The actor steps on the advantage over its running mean: one equal to the mean moves nothing.
   EXPECT_EQ(driver_actor_step(0.7f, 0.7f, 1.0f, 12), 0.0f);
   // Withdrawal: only a bad surprise while frustrated, and only along the centred frame.
   EXPECT_EQ(driver_withdraw_step(0.5f, 1.0f, 1.0f, 12), 0.0f);
