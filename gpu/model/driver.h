@@ -17,7 +17,7 @@
 // - the actor steps on the advantage a = r + 0.2 (gamma V(d_t) - V(d_(t-1))), not on the whole TD
 //   error: the frame a reward comes with also holds the echo of the command it judges (a car's
 //   speed sensors), and a linear critic that learnt "fast forward comes before a bump" credits
-//   every extra bit of reverse, five times over what the reward pays; one car in ten settled into
+//   every extra bit of reverse, five times over what the reward pays; 16 cars of 128 settled into
 //   circling backwards for good. At a fifth of its weight the critic still values backing off
 //   from a wall (docs/brain.md, issue 23, "The critic's echo of the motors");
 // - the spread sigma widens with frustration (a car pinned against a wall tries further away);
