@@ -285,9 +285,12 @@ TEST(ServerFlagsE2eTest, BadFlagsExitNonZeroWithAMessage) {
 // engine's check (host memory); the CUDA engine's (device memory) is a gpu test, since a GPU of
 // 80 GiB or more holds even the largest pool the flags allow.
 TEST(ServerFlagsE2eTest, APoolThatDoesNotFitIsRefusedNamingTheFlags) {
-  // The largest pool the flags allow (the 4608 fields below) fits a machine with more free memory
-  // than that, such as the 128 GiB GPU machines: nothing can be refused there.
-  const int64_t largest_pool_bytes = int64_t(4096 + 512) * FieldShape::Default().floats() * int64_t(sizeof(float));
+  // The pool the flags below ask for: a field per robot and per batch row (4608 fields).
+  constexpr int kMaxRobots = 4096, kMaxBatch = 512;
+  // It fits a machine with more free memory than that, such as the 128 GiB GPU machines: nothing
+  // can be refused there.
+  const int64_t largest_pool_bytes =
+      int64_t(kMaxRobots + kMaxBatch) * FieldShape::Default().floats() * int64_t(sizeof(float));
   if (const std::optional<int64_t> available = HostMemoryAvailable(); available && *available > largest_pool_bytes) {
     GTEST_SKIP() << "this machine has " << FormatBytes(*available) << " free, more than the largest pool";
   }
@@ -295,7 +298,7 @@ TEST(ServerFlagsE2eTest, APoolThatDoesNotFitIsRefusedNamingTheFlags) {
   // 4096 default-field robots: 36 GiB of fields, more than any of our test machines has free.
   std::optional<ChildProcess> p = ChildProcess::Spawn(
       {ServerBinary(), "--listen=127.0.0.1:0", "--engine=cpu", "--field=default",
-       "--max_robots=4096", "--max_batch=512"},
+       absl::StrCat("--max_robots=", kMaxRobots), absl::StrCat("--max_batch=", kMaxBatch)},
       log_path);
   ASSERT_TRUE(p.has_value());
   std::optional<int> status = p->WaitExit(absl::Seconds(60));
