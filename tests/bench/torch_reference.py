@@ -479,12 +479,12 @@ def make_cycle(shape):
                            + (1.0 - DRIVER_ADVANTAGE_KEEP) * advantage)
         driver_advantage_square = torch.where(learns, square, st["driver_advantage_square"])
         driver_advantage_mean = torch.where(learns, mean, st["driver_advantage_mean"])
-        scale = DRIVER_RMS_FLOOR / torch.clamp(torch.sqrt(driver_advantage_square), min=DRIVER_RMS_FLOOR)
+        driver_scale = DRIVER_RMS_FLOOR / torch.clamp(torch.sqrt(driver_advantage_square), min=DRIVER_RMS_FLOOR)
         zero = torch.zeros_like(driver_delta)
         critic_step = torch.where(started, DRIVER_CRITIC_RATE * per_feature * driver_delta, zero)
-        actor_step = torch.where(learns, scale * DRIVER_ACTOR_RATE * per_feature * (advantage - driver_advantage_mean),
+        actor_step = torch.where(learns, driver_scale * DRIVER_ACTOR_RATE * per_feature * (advantage - driver_advantage_mean),
                                  zero)
-        withdraw = torch.where(learns & (driver_delta < 0.0), scale * DRIVER_WITHDRAW_GAIN * frustration
+        withdraw = torch.where(learns & (driver_delta < 0.0), driver_scale * DRIVER_WITHDRAW_GAIN * frustration
                                * DRIVER_ACTOR_RATE * per_feature * driver_delta, zero)
         driver_critic = torch.clamp(w + critic_step.unsqueeze(1) * st["driver_critic_trace"],
                                     -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
@@ -749,9 +749,9 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
             dev = adv - error_mean
             error_square = dev * dev if first else DRIVER_SQUARE_KEEP * error_square + (1.0 - DRIVER_SQUARE_KEEP) * dev * dev
             error_mean = adv if first else DRIVER_ADVANTAGE_KEEP * error_mean + (1.0 - DRIVER_ADVANTAGE_KEEP) * adv
-            scale = DRIVER_RMS_FLOOR / max(math.sqrt(error_square), DRIVER_RMS_FLOOR)
-            actor_step = scale * DRIVER_ACTOR_RATE * (adv - error_mean) / n_d
-            withdraw = scale * DRIVER_WITHDRAW_GAIN * frustration * DRIVER_ACTOR_RATE * dd / n_d if dd < 0.0 else 0.0
+            driver_scale = DRIVER_RMS_FLOOR / max(math.sqrt(error_square), DRIVER_RMS_FLOOR)
+            actor_step = driver_scale * DRIVER_ACTOR_RATE * (adv - error_mean) / n_d
+            withdraw = driver_scale * DRIVER_WITHDRAW_GAIN * frustration * DRIVER_ACTOR_RATE * dd / n_d if dd < 0.0 else 0.0
             centred = [s_prev[i] - sensor_mean[i] for i in range(n)] + [0.0] * n + [boredom]
             for k in range(k_motors):
                 stepped = [_clamp(driver_actor[k][j] + actor_step * st["driver_actor_trace"][k][j], DRIVER_WEIGHT_BOUND)
