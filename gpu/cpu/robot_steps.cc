@@ -87,7 +87,8 @@ void ForEachDriverFeature(int sensor_count, Fn fn) {
 
 // Step 5b, the driver (gpu/model/driver.h): its critic and actor learn from this reward through
 // the traces of the cycles before (and a frustrated bad surprise withdraws last cycle's motors),
-// then it acts on this frame with the field's pulls and the traces take the action.
+// then it acts on this frame with the field's pulls, the traces take the action and the actor's
+// weights step back towards the pre-activation's bound.
 void DriverStep(const RobotParams& params, RobotState& state, const float* sensors, float reward, const float* pulls,
                 float* motors) {
   const int n = params.sensor_count;
@@ -138,8 +139,10 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
     const float mean = model::driver_mean(dot, pulls[k]);
     const float eps = model::normal_draw(params.seed, model::Domain::kDriverNoise, state.cycle, uint32_t(k));
     const float score = model::driver_score(mean, eps, spread);
+    const float bound_step = params.learn_motors ? model::driver_bound_step(dot + pulls[k], n) : 0.0f;
     ForEachDriverFeature(n, [&](int j) {
       state.driver_actor_trace[k][j] = model::driver_trace_next(state.driver_actor_trace[k][j], score * d[j]);
+      state.driver_actor[k][j] = model::driver_weight_next(state.driver_actor[k][j], bound_step, d[j]);
     });
     motors[k] = model::driver_motor(mean, eps, spread);
   }

@@ -38,6 +38,7 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   FB_SHARED(float, frame_prev, [kMaxSensors]);
   FB_SHARED(float, pulls, [kMaxMotors]);
   FB_SHARED(float, driver_score, [kMaxMotors]);
+  FB_SHARED(float, driver_bound, [kMaxMotors]);  // each motor's step back towards its bound
   FB_SHARED(float, driver_scalars, [2]);  // the actor's step and withdrawal's, this cycle
   FB_SHARED(float, scratch, [kCloseWarps]);
 
@@ -166,7 +167,8 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   // reward through the traces as they were (thread 0 keeps the TD error's running square and
   // mean, and publishes the actor's and withdrawal's steps), a frustrated bad surprise withdraws
   // last cycle's motors along the centred frame; then each motor's mean is one warp's dot product
-  // over the actor's new weights, and the traces take this cycle's step.
+  // over the actor's new weights, and the traces take this cycle's step and the weights the
+  // step back towards the pre-activation's bound.
   const bool driver_owner = tid < model::kDriverFeatures && model::driver_feature_used(tid, sensor_count);
   const float d = driver_owner ? model::driver_feature(tid, in.sensors) : 0.0f;
   const float d_prev = driver_owner ? model::driver_feature(tid, frame_prev) : 0.0f;
@@ -215,13 +217,16 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
       const float eps = model::normal_draw(p.seed, model::Domain::kDriverNoise, cycle, uint32_t(k));
       const float spread = model::driver_spread(frustration);
       driver_score[k] = model::driver_score(mean, eps, spread);
+      driver_bound[k] = p.learn_motors ? model::driver_bound_step(dot + pulls[k], sensor_count) : 0.0f;
       motors[k] = model::driver_motor(mean, eps, spread);
     }
   }
-  __syncthreads();  // the scores and the motors sent visible to the block
+  __syncthreads();  // the scores, bound steps and motors sent visible to the block
   if (driver_owner)
-    for (int k = 0; k < motor_count; ++k)
+    for (int k = 0; k < motor_count; ++k) {
       st.driver_actor_trace[k][tid] = model::driver_trace_next(st.driver_actor_trace[k][tid], driver_score[k] * d);
+      st.driver_actor[k][tid] = model::driver_weight_next(st.driver_actor[k][tid], driver_bound[k], d);
+    }
 
   // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
   for (int i = warp; i < sensor_count; i += kCloseWarps) {

@@ -63,6 +63,7 @@ inline constexpr float kDriverRmsFloor = 0.1f;           // steps are scaled by 
 inline constexpr float kDriverAdvantageKeep = 0.995f;    // the advantage's running mean: ~200 cycles
 inline constexpr float kDriverWithdrawGain = 2.0f;       // x frustration
 inline constexpr float kDriverInitialWeight = 0.05f;     // spread of a newborn's actor weights
+inline constexpr float kDriverPreactivationBound = 2.0f;  // |theta_k . d + pull_k|: tanh(2) = 0.96
 // Bounds that keep a robot fed absurd rewards finite; a sane robot's weights stay far inside.
 inline constexpr float kDriverDeltaBound = 10.0f;
 inline constexpr float kDriverWeightBound = 50.0f;
@@ -132,6 +133,16 @@ FB_HD float driver_weight_next(float w, float step, float along) {
   return clampf(w + step * along, -kDriverWeightBound, kDriverWeightBound);
 }
 FB_HD float driver_trace_next(float trace, float grad) { return kDriverDiscount * kDriverLambda * trace + grad; }
+
+// The step that pulls a motor's pre-activation u = theta_k . d + pull_k back towards
+// +-kDriverPreactivationBound, taken along d after the motor is sent (0 inside the bound).
+// Beyond the bound u buys almost no command (tanh is flat) but deafens the actor: its score
+// carries (1 - mu^2), so a car whose drive had run to u = 3 pushed into a wall for 1500 ticks
+// with a gradient of 0.006 (docs/brain.md, issue 23, "A deaf actor").
+FB_HD float driver_bound_step(float preactivation, int n) {
+  const float excess = preactivation - clampf(preactivation, -kDriverPreactivationBound, kDriverPreactivationBound);
+  return -driver_step(kDriverActorRate, excess, n);
+}
 
 // The policy's spread, from frustration alone (gpu/model/exploration.h): the brain's whole
 // exploration x (doubt and boredom too) measured worse, since a newborn and a bandit doubt most.

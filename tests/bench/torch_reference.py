@@ -130,6 +130,7 @@ DRIVER_RMS_FLOOR = 0.1  # kDriverRmsFloor: actor steps x floor / max(RMS, floor)
 DRIVER_ADVANTAGE_KEEP = 0.995  # kDriverAdvantageKeep: the TD error's running mean
 DRIVER_WITHDRAW_GAIN = 2.0  # kDriverWithdrawGain (x frustration)
 DRIVER_INITIAL_WEIGHT = 0.05  # kDriverInitialWeight
+DRIVER_PREACTIVATION_BOUND = 2.0  # kDriverPreactivationBound
 DRIVER_DELTA_BOUND = 10.0  # kDriverDeltaBound
 DRIVER_WEIGHT_BOUND = 50.0  # kDriverWeightBound
 # Exploration (exploration.h).
@@ -496,10 +497,16 @@ def make_cycle(shape):
         driver_actor = torch.clamp(stepped + withdraw[:, None, None] * along, -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
         keep = DRIVER_DISCOUNT * DRIVER_LAMBDA
         driver_critic_trace = keep * st["driver_critic_trace"] + d
-        driver_mean = torch.tanh(torch.matmul(driver_actor, d.unsqueeze(2)).squeeze(2) + pull)  # (B, K)
+        preactivation = torch.matmul(driver_actor, d.unsqueeze(2)).squeeze(2) + pull  # (B, K)
+        driver_mean = torch.tanh(preactivation)
         spread = (DRIVER_SPREAD + DRIVER_FRUSTRATION_SPREAD * frustration).unsqueeze(1)
         score = eps / spread * (1.0 - driver_mean * driver_mean)
         driver_actor_trace = keep * st["driver_actor_trace"] + score.unsqueeze(2) * d.unsqueeze(1)
+        # The step back towards +-DRIVER_PREACTIVATION_BOUND, along d, after the motor is sent.
+        excess = preactivation - torch.clamp(preactivation, -DRIVER_PREACTIVATION_BOUND, DRIVER_PREACTIVATION_BOUND)
+        bound_step = torch.where(learn[:, :, 0], -DRIVER_ACTOR_RATE * per_feature * excess, torch.zeros_like(excess))
+        driver_actor = torch.clamp(driver_actor + bound_step.unsqueeze(2) * d.unsqueeze(1), -DRIVER_WEIGHT_BOUND,
+                                   DRIVER_WEIGHT_BOUND)
         motors = torch.clamp(driver_mean + spread * eps, -1.0, 1.0)
 
         # 6. Predict: normalised LMS on psi_(t-1), then p = tanh(Wp psi_t).
@@ -763,10 +770,15 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     spread = DRIVER_SPREAD + DRIVER_FRUSTRATION_SPREAD * frustration
     driver_actor_trace, motors = [], []
     for k in range(k_motors):
-        mean_k = math.tanh(sum(driver_actor[k][j] * d[j] for j in range(n_d)) + pulls[k])
+        pre_k = sum(driver_actor[k][j] * d[j] for j in range(n_d)) + pulls[k]
+        mean_k = math.tanh(pre_k)
         score = eps[k] / spread * (1.0 - mean_k * mean_k)
         driver_actor_trace.append([keep * st["driver_actor_trace"][k][j] + score * d[j] for j in range(n_d)])
         motors.append(_clamp(mean_k + spread * eps[k], 1.0))
+        if params.get("learn_motors", True):
+            excess = pre_k - min(max(pre_k, -DRIVER_PREACTIVATION_BOUND), DRIVER_PREACTIVATION_BOUND)
+            bound_step = -DRIVER_ACTOR_RATE * excess / n_d
+            driver_actor[k] = [_clamp(driver_actor[k][j] + bound_step * d[j], DRIVER_WEIGHT_BOUND) for j in range(n_d)]
 
     # Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
     inv_n2 = 1.0 / st["psi_prev_norm2"] if st["psi_prev_norm2"] > NORM2_FLOOR else 0.0

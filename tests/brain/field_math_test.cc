@@ -234,6 +234,12 @@ TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_EQ(driver_withdraw_feature(kDriverSquaresAt, s_prev, s_mean, 1.0f), 0.0f);
   EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean, 0.0f), 0.0f);
   EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean, 0.75f), 0.75f);
+  // The bound: nothing inside +-kDriverPreactivationBound; beyond it a step back along d, by the
+  // excess at the actor's rate per feature (25 features for 12 sensors).
+  EXPECT_EQ(driver_bound_step(kDriverPreactivationBound, 12), 0.0f);
+  EXPECT_EQ(driver_bound_step(-0.5f, 12), 0.0f);
+  EXPECT_FLOAT_EQ(driver_bound_step(kDriverPreactivationBound + 1.0f, 12), -kDriverActorRate / 25.0f);
+  EXPECT_FLOAT_EQ(driver_bound_step(-kDriverPreactivationBound - 0.5f, 12), 0.5f * kDriverActorRate / 25.0f);
   // The actor sees the sensor frames at their own gain, the field features as they are.
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt - 1, 0.5f), 0.5f);
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt, 0.5f), 0.5f * kActorFrameGain);
