@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpu/model/driver.h"
+#include "gpu/model/exploration.h"
 #include "gpu/model/memory_math.h"
 #include "gpu/model/philox.h"
 #include "gpu/model/robot_cycle.h"
@@ -75,6 +77,77 @@ void ForEachReadoutFeature(int sensor_count, Fn fn) {
   for (int j = kContextFeaturesAt; j < kContextFeaturesAt + sensor_count; ++j) fn(j);
 }
 
+// Calls fn(j) for every driver feature in use (model::driver_feature_used), in index order.
+template <typename Fn>
+void ForEachDriverFeature(int sensor_count, Fn fn) {
+  for (int j = 0; j < sensor_count; ++j) fn(j);
+  for (int j = model::kDriverSquaresAt; j < model::kDriverSquaresAt + sensor_count; ++j) fn(j);
+  fn(model::kDriverBiasAt);
+}
+
+// Step 5b, the driver (gpu/model/driver.h): its critic and actor learn from this reward through
+// the traces of the cycles before (and a frustrated bad surprise withdraws last cycle's motors),
+// then it acts on this frame with the field's pulls, the traces take the action and the actor's
+// weights step back towards the pre-activation's bound.
+void DriverStep(const RobotParams& params, RobotState& state, const float* sensors, float reward, const float* pulls,
+                float* motors) {
+  const int n = params.sensor_count;
+  const float frustration = model::frustration(state.reward_fast, state.reward_slow, state.reward_spread);
+  const float bored = model::boredom(state.novelty, state.novelty_slow);
+  float frame_prev[kMaxSensors], d[model::kDriverFeatures], d_prev[model::kDriverFeatures];
+  for (int i = 0; i < n; ++i) frame_prev[i] = model::frame_value(state.psi_prev[kFrameFeaturesAt + i]);
+  ForEachDriverFeature(n, [&](int j) {
+    d[j] = model::driver_feature(j, sensors);
+    d_prev[j] = model::driver_feature(j, frame_prev);
+  });
+  if (state.cycle == 0)
+    for (int k = 0; k < params.motor_count; ++k)
+      ForEachDriverFeature(n, [&](int j) { state.driver_actor[k][j] = model::driver_initial_weight(params.seed, k, j); });
+  if (state.cycle > 0) {
+    float v_now = 0.0f, v_prev = 0.0f;
+    ForEachDriverFeature(n, [&](int j) {
+      v_now += state.driver_critic[j] * d[j];
+      v_prev += state.driver_critic[j] * d_prev[j];
+    });
+    const float delta = model::driver_td_error(reward, v_now, v_prev);
+    const float critic_step = model::driver_step(model::kDriverCriticRate, delta, n);
+    ForEachDriverFeature(n, [&](int j) {
+      state.driver_critic[j] = model::driver_weight_next(state.driver_critic[j], critic_step, state.driver_critic_trace[j]);
+    });
+    if (params.learn_motors) {
+      const bool first = state.cycle == 1;
+      const float advantage = model::driver_advantage(reward, v_now, v_prev);
+      state.driver_advantage_square =
+          model::driver_advantage_square_next(state.driver_advantage_square, advantage, state.driver_advantage_mean, first);
+      state.driver_advantage_mean = model::driver_advantage_mean_next(state.driver_advantage_mean, advantage, first);
+      const float scale = model::driver_advantage_scale(state.driver_advantage_square);
+      const float actor_step = model::driver_actor_step(advantage, state.driver_advantage_mean, scale, n);
+      const float withdraw = model::driver_withdraw_step(delta, scale, frustration, n);
+      for (int k = 0; k < params.motor_count; ++k)
+        ForEachDriverFeature(n, [&](int j) {
+          const float w = model::driver_weight_next(state.driver_actor[k][j], actor_step, state.driver_actor_trace[k][j]);
+          const float along = state.motor_prev[k] * model::driver_withdraw_feature(j, frame_prev, state.sensor_mean, bored);
+          state.driver_actor[k][j] = model::driver_weight_next(w, withdraw, along);
+        });
+    }
+  }
+  ForEachDriverFeature(n, [&](int j) { state.driver_critic_trace[j] = model::driver_trace_next(state.driver_critic_trace[j], d[j]); });
+  const float spread = model::driver_spread(frustration);
+  for (int k = 0; k < params.motor_count; ++k) {
+    float dot = 0.0f;
+    ForEachDriverFeature(n, [&](int j) { dot += state.driver_actor[k][j] * d[j]; });
+    const float mean = model::driver_mean(dot, pulls[k]);
+    const float eps = model::normal_draw(params.seed, model::Domain::kDriverNoise, state.cycle, uint32_t(k));
+    const float score = model::driver_score(mean, eps, spread);
+    const float bound_step = params.learn_motors ? model::driver_bound_step(dot + pulls[k], n) : 0.0f;
+    ForEachDriverFeature(n, [&](int j) {
+      state.driver_actor_trace[k][j] = model::driver_trace_next(state.driver_actor_trace[k][j], score * d[j]);
+      state.driver_actor[k][j] = model::driver_weight_next(state.driver_actor[k][j], bound_step, d[j]);
+    });
+    motors[k] = model::driver_motor(mean, eps, spread);
+  }
+}
+
 }  // namespace
 
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
@@ -95,15 +168,14 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
     actor_prev[j] = model::actor_feature(j, state.psi_prev[j]);
   });
 
-  // Step 4: motors, from the actor as it was.
-  float motors[kMaxMotors], learned[kMaxMotors];
+  // Step 4: the field's pulls (the driver's, below) and the field actor's learned part as it was.
+  float pulls[kMaxMotors], learned[kMaxMotors];
   for (int k = 0; k < params.motor_count; ++k) {
     const int g = model::motor_group(k), a = model::motor_axis(k);
-    const float pull = model::field_pull(summary.ramp_sum[g][a], summary.abs_sum[g], shape.voxels());
+    pulls[k] = model::field_pull(summary.ramp_sum[g][a], summary.abs_sum[g], shape.voxels());
     float dot = 0.0f;
     ForEachReadoutFeature(n, [&](int j) { dot += state.wm[k][j] * actor[j]; });
     learned[k] = model::motor_learned(state.motor_bias[k], dot);
-    motors[k] = model::motor_value(pull, learned[k], explore, state.noise[k]);
   }
 
   // Step 5: the reward judges the previous action, through the critic's temporal-difference
@@ -127,6 +199,8 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
     ForEachReadoutFeature(n, [&](int j) { state.trace[k][j] = model::trace_next(state.trace[k][j], xi, actor[j]); });
     state.bias_trace[k] = model::bias_trace_next(state.bias_trace[k], xi);
   }
+  float motors[kMaxMotors];
+  DriverStep(params, state, sensors, reward, pulls, motors);
   const float step = model::critic_step(delta, state.psi_prev_norm2);
   state.critic_bias = model::critic_next(state.critic_bias, step, 1.0f);
   ForEachReadoutFeature(n, [&](int j) { state.critic[j] = model::critic_next(state.critic[j], step, state.psi_prev[j]); });

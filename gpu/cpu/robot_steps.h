@@ -25,9 +25,9 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
 // field does this as it goes; this is for a field that no pass has written: new or restored).
 void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pooled);
 
-// Steps 4-6 from the new field's summary and this frame's sensors: readout features psi_t, motors with exploration noise, the
-// actor's and the critic's learning from reward, prediction learning of Wp and the next
-// prediction. Fills `out` and
+// Steps 4-6 from the new field's summary and this frame's sensors: readout features psi_t, the
+// field actor's and critic's learning from reward, the driver's learning and the motors it sends
+// (gpu/model/driver.h), prediction learning of Wp and the next prediction. Fills `out` and
 // advances the cycle count.
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
                 const model::FieldSummary& summary, const float* sensors, const float* errors, float explore,

@@ -1,7 +1,8 @@
 // Steps 4-6 of the cycle (docs/brain.md) for each batch row: the FieldSummary from the evolve
-// kernel's block partials, the features phi, the motors with the exploration noise, the actor's
-// and the critic's learning from reward with the eligibility traces, the normalised-LMS learning
-// of Wp and the next prediction; then the row's output.
+// kernel's block partials, the features phi, the field's pulls, the field actor's and critic's
+// learning from reward with the eligibility traces, the driver's learning and the motors it sends
+// (gpu/model/driver.h), the normalised-LMS learning of Wp and the next prediction; then the
+// row's output.
 //
 // Launch: one block of kFeatures (256) threads per batch row; thread j owns field feature j and
 // readout features j and j + kFeatures (gpu/model/robot_state.h has the layout). The dot
@@ -13,6 +14,8 @@
 #include "gpu/cuda/device_reduce.cuh"
 #include "gpu/cuda/kernel_macros.h"
 #include "gpu/cuda/launch.h"
+#include "gpu/model/driver.h"
+#include "gpu/model/philox.h"
 #include "gpu/model/readout.h"
 
 namespace fieldbrain::cuda {
@@ -32,6 +35,11 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   FB_SHARED(float, errors, [kMaxSensors]);
   FB_SHARED(float, motors, [kMaxMotors]);
   FB_SHARED(float, learned, [kMaxMotors]);
+  FB_SHARED(float, frame_prev, [kMaxSensors]);
+  FB_SHARED(float, pulls, [kMaxMotors]);
+  FB_SHARED(float, driver_score, [kMaxMotors]);
+  FB_SHARED(float, driver_bound, [kMaxMotors]);  // each motor's step back towards its bound
+  FB_SHARED(float, driver_scalars, [2]);  // the actor's step and withdrawal's, this cycle
   FB_SHARED(float, scratch, [kCloseWarps]);
 
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
@@ -44,9 +52,11 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
 
   // What this cycle reads of the state before it changes any of it.
   for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) psi_prev[j] = st.psi_prev[j];
-  if (tid < kMaxSensors) errors[tid] = a.errors[int64_t(row) * kMaxSensors + tid];
+  if (tid < kMaxSensors) {
+    errors[tid] = a.errors[int64_t(row) * kMaxSensors + tid];
+    frame_prev[tid] = model::frame_value(st.psi_prev[kFrameFeaturesAt + tid]);
+  }
   const float reward = in.reward;
-  const float explore = a.explore[row];
   const float value_prev = st.value_prev;
   const float psi_prev_norm2 = st.psi_prev_norm2;
   const float inv_norm2 = model::inverse_norm2(psi_prev_norm2);
@@ -101,7 +111,7 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   }
   const float norm2 = BlockSum<kCloseThreads>(square, scratch);  // its barriers publish psi
 
-  // Step 4: motors, from the actor as it was.
+  // Step 4: the field's pulls, and the field actor's learned part as it was.
   for (int k = warp; k < motor_count; k += kCloseWarps) {
     float dot = 0.0f;
     for (int j = lane; j < kReadoutFeatures; j += kWarp)
@@ -109,9 +119,8 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
     dot = WarpSum(dot);
     if (lane == 0) {
       const int g = model::motor_group(k), axis = model::motor_axis(k);
-      const float pull = model::field_pull(summary.ramp_sum[g][axis], summary.abs_sum[g], sh.voxels());
+      pulls[k] = model::field_pull(summary.ramp_sum[g][axis], summary.abs_sum[g], sh.voxels());
       learned[k] = model::motor_learned(st.motor_bias[k], dot);
-      motors[k] = model::motor_value(pull, learned[k], explore, st.noise[k]);
     }
   }
   __syncthreads();
@@ -152,6 +161,72 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
     st.value_prev = value_now;
     st.feature_scale = scale;
   }
+
+  // Step 5b, the driver (gpu/model/driver.h): thread j < kDriverFeatures owns driver feature j.
+  // The critic's values come from the weights as they were; critic and actor learn from this
+  // reward through the traces as they were (thread 0 keeps the TD error's running square and
+  // mean, and publishes the actor's and withdrawal's steps), a frustrated bad surprise withdraws
+  // last cycle's motors along the centred frame; then each motor's mean is one warp's dot product
+  // over the actor's new weights, and the traces take this cycle's step and the weights the
+  // step back towards the pre-activation's bound.
+  const bool driver_owner = tid < model::kDriverFeatures && model::driver_feature_used(tid, sensor_count);
+  const float d = driver_owner ? model::driver_feature(tid, in.sensors) : 0.0f;
+  const float d_prev = driver_owner ? model::driver_feature(tid, frame_prev) : 0.0f;
+  if (driver_owner && cycle == 0)
+    for (int k = 0; k < motor_count; ++k) st.driver_actor[k][tid] = model::driver_initial_weight(p.seed, k, tid);
+  const float driver_w = driver_owner ? st.driver_critic[tid] : 0.0f;
+  const float v_now = BlockSum<kCloseThreads>(driver_w * d, scratch);
+  const float v_prev = BlockSum<kCloseThreads>(driver_w * d_prev, scratch);
+  const float driver_delta = model::driver_td_error(reward, v_now, v_prev);
+  const bool driver_learns = cycle > 0 && p.learn_motors;
+  const float frustration = model::frustration(st.reward_fast, st.reward_slow, st.reward_spread);
+  if (tid == 0 && driver_learns) {
+    const bool first = cycle == 1;
+    const float advantage = model::driver_advantage(reward, v_now, v_prev);
+    st.driver_advantage_square =
+        model::driver_advantage_square_next(st.driver_advantage_square, advantage, st.driver_advantage_mean, first);
+    st.driver_advantage_mean = model::driver_advantage_mean_next(st.driver_advantage_mean, advantage, first);
+    const float scale = model::driver_advantage_scale(st.driver_advantage_square);
+    driver_scalars[0] = model::driver_actor_step(advantage, st.driver_advantage_mean, scale, sensor_count);
+    driver_scalars[1] = model::driver_withdraw_step(driver_delta, scale, frustration, sensor_count);
+  }
+  __syncthreads();  // the steps visible to the feature owners
+  if (driver_owner) {
+    if (cycle > 0) {
+      st.driver_critic[tid] = model::driver_weight_next(
+          driver_w, model::driver_step(model::kDriverCriticRate, driver_delta, sensor_count), st.driver_critic_trace[tid]);
+      if (p.learn_motors) {
+        const float along =
+            model::driver_withdraw_feature(tid, frame_prev, st.sensor_mean, model::boredom(st.novelty, st.novelty_slow));
+        for (int k = 0; k < motor_count; ++k) {
+          const float w = model::driver_weight_next(st.driver_actor[k][tid], driver_scalars[0], st.driver_actor_trace[k][tid]);
+          st.driver_actor[k][tid] = model::driver_weight_next(w, driver_scalars[1], st.motor_prev[k] * along);
+        }
+      }
+    }
+    st.driver_critic_trace[tid] = model::driver_trace_next(st.driver_critic_trace[tid], d);
+  }
+  __syncthreads();  // the actor's new weights visible to the warps that sum them
+  for (int k = warp; k < motor_count; k += kCloseWarps) {
+    float dot = 0.0f;
+    for (int j = lane; j < model::kDriverFeatures; j += kWarp)
+      if (model::driver_feature_used(j, sensor_count)) dot += st.driver_actor[k][j] * model::driver_feature(j, in.sensors);
+    dot = WarpSum(dot);
+    if (lane == 0) {
+      const float mean = model::driver_mean(dot, pulls[k]);
+      const float eps = model::normal_draw(p.seed, model::Domain::kDriverNoise, cycle, uint32_t(k));
+      const float spread = model::driver_spread(frustration);
+      driver_score[k] = model::driver_score(mean, eps, spread);
+      driver_bound[k] = p.learn_motors ? model::driver_bound_step(dot + pulls[k], sensor_count) : 0.0f;
+      motors[k] = model::driver_motor(mean, eps, spread);
+    }
+  }
+  __syncthreads();  // the scores, bound steps and motors sent visible to the block
+  if (driver_owner)
+    for (int k = 0; k < motor_count; ++k) {
+      st.driver_actor_trace[k][tid] = model::driver_trace_next(st.driver_actor_trace[k][tid], driver_score[k] * d);
+      st.driver_actor[k][tid] = model::driver_weight_next(st.driver_actor[k][tid], driver_bound[k], d);
+    }
 
   // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
   for (int i = warp; i < sensor_count; i += kCloseWarps) {

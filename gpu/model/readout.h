@@ -40,11 +40,10 @@ FB_HD float field_pull(float ramp_sum, float abs_sum, int voxels) {
 FB_HD int motor_axis(int k) { return k % 3; }
 FB_HD int motor_group(int k) { return k % kContentGroups; }
 
-// m_k = tanh(t_k + u_k + x z_k), where u_k = bias_k + Wm_k . a(psi) / sqrt(P) is the learned part.
+// u_k = bias_k + Wm_k . a(psi) / sqrt(P), the field readout's learned part. Since issue 23 the
+// motors are the driver's (gpu/model/driver.h), which takes the pull t_k; u_k and the field's own
+// exploration no longer reach them (docs/brain.md, issue 23).
 FB_HD float motor_learned(float bias, float wm_dot_a) { return bias + wm_dot_a * kInvSqrtFeatures; }
-FB_HD float motor_value(float pull, float learned, float explore, float z) {
-  return fast_tanh(pull + learned + explore * z);
-}
 
 // The actor's features a(psi): psi with the sensor frames at kActorFrameGain. The actor's steps
 // move u in proportion to a_j^2, and at gain 1 a frame entry moved u about 1/16 as fast as the
@@ -166,6 +165,8 @@ FB_HD void compute_features(const FieldSummary& sum, const FieldShape& s, float&
 // feature, so their weights stay 0 and engines may skip them.
 inline constexpr float kFrameGain = 4.0f;
 FB_HD float frame_feature(float s) { return kFrameGain * s; }
+// The sensor value back from its frame feature (exact: kFrameGain is a power of two).
+FB_HD float frame_value(float feature) { return feature * (1.0f / kFrameGain); }
 
 // Whether readout feature j is in use for a robot with n sensors: the P field features and the
 // first n entries of each frame part. Both engines read and move only these weights, so a weight

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "gpu/model/driver.h"
 #include "gpu/model/field_shape.h"
 
 namespace fieldbrain {
@@ -70,6 +71,15 @@ struct RobotState {
   float wm[kMaxMotors][kReadoutFeatures] = {};     // motor readout Wm
   float prediction[kMaxSensors] = {};       // p, the prediction of the next sensor frame
   float wp[kMaxSensors][kReadoutFeatures] = {};    // prediction readout Wp
+  // The driver (gpu/model/driver.h): its TD error's running square and mean, its critic w, actor
+  // theta and their eligibility traces over d = [s | s^2 | 1]. The frame it learns from last
+  // cycle is psi_prev's.
+  float driver_advantage_square = 0.0f;
+  float driver_advantage_mean = 0.0f;
+  float driver_critic[model::kDriverFeatures] = {};
+  float driver_critic_trace[model::kDriverFeatures] = {};
+  float driver_actor[kMaxMotors][model::kDriverFeatures] = {};
+  float driver_actor_trace[kMaxMotors][model::kDriverFeatures] = {};
   // Pattern memory bookkeeping (gpu/model/memory_math.h).
   float key_prev[kKeyBins][2] = {};         // q_(t-1), unit norm; valid once cycle > 0
   float error_mean = 0.0f;                  // running mean of err, for surprise

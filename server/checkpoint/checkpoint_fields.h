@@ -47,6 +47,12 @@ void State(V& v, S& s) {
   v(s.wm);
   v(s.prediction);
   v(s.wp);
+  v(s.driver_advantage_square);
+  v(s.driver_advantage_mean);
+  v(s.driver_critic);
+  v(s.driver_critic_trace);
+  v(s.driver_actor);
+  v(s.driver_actor_trace);
   v(s.key_prev);
   v(s.error_mean);
   v(s.memory_written);

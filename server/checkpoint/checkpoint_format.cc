@@ -140,9 +140,14 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   uint32_t version = 0;
   r(version);
   if (!r.ok()) return absl::DataLossError("truncated in the header");
-  if (version < kOldestCheckpointVersion || version > kCheckpointVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("format version ", version, "; this daemon reads versions ",
-                                                      kOldestCheckpointVersion, " to ", kCheckpointVersion));
+  if (version < kOldestCheckpointVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "format version ", version, " predates the brain's driver (version ", kCheckpointVersion,
+        " holds its state); this daemon reads version ", kCheckpointVersion, " only: the robot starts a new brain"));
+  }
+  if (version > kCheckpointVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("format version ", version, "; this daemon reads version ", kCheckpointVersion, " only"));
   }
   for (uint32_t expected : kLayout) {
     uint32_t got = 0;
@@ -168,7 +173,7 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   hd.robot_id.resize(id_bytes);
   r.Raw(hd.robot_id.data(), id_bytes);
   r.Raw(hd.resume_token_sha256.data(), hd.resume_token_sha256.size());
-  if (version >= 2) r(hd.generation);
+  r(hd.generation);
   uint64_t payload_bytes = 0;
   r(payload_bytes);
   const size_t hashed = r.at();
@@ -230,11 +235,11 @@ std::optional<CheckpointHead> PeekCheckpointHead(absl::string_view prefix) {
   head.cycle = uint_at(kCheckpointCycleEnd - 8, 8);
   const uint64_t id_bytes = uint_at(kCheckpointCycleEnd, 4);
   const size_t token_at = kCheckpointCycleEnd + 4 + size_t(id_bytes);
-  const size_t head_end = token_at + 32 + (version >= 2 ? 8 : 0);
+  const size_t head_end = token_at + 32 + 8;
   if (id_bytes > kMaxCheckpointRobotIdBytes || prefix.size() < head_end) return std::nullopt;
   head.robot_id = std::string(prefix.substr(kCheckpointCycleEnd + 4, size_t(id_bytes)));
   std::memcpy(head.resume_token_sha256.data(), prefix.data() + token_at, 32);
-  if (version >= 2) head.generation = uint_at(token_at + 32, 8);
+  head.generation = uint_at(token_at + 32, 8);
   return head;
 }
 

@@ -1,10 +1,10 @@
-// The checkpoint file of one robot's brain, version 2 (docs/checkpoint-format.md; version 1 files,
-// which have no generation, are still read): written field
-// by field, little-endian, never as a dump of in-memory structs, so that a build with another
-// struct layout or compiler reads the same bytes. Encode and Decode walk the same field list
+// The checkpoint file of one robot's brain, version 3 (docs/checkpoint-format.md; files of
+// versions 1 and 2, which hold no driver, are refused with that reason): written field by field,
+// little-endian, never as a dump of in-memory structs, so that a build with another struct layout
+// or compiler reads the same bytes. Encode and Decode walk the same field list
 // (checkpoint_fields.h), so the two cannot disagree about the order.
 //
-// A file is refused, with the reason, when it is not a checkpoint, comes from a newer format,
+// A file is refused, with the reason, when it is not a checkpoint, comes from another format,
 // was written with other layout constants or another field shape, is cut short, or its SHA-256
 // does not match; nothing in it is trusted before the hash is checked.
 #pragma once
@@ -20,8 +20,10 @@
 
 namespace fieldbrain::server {
 
-inline constexpr uint32_t kCheckpointVersion = 2;
-inline constexpr uint32_t kOldestCheckpointVersion = 1;  // read as generation 0
+inline constexpr uint32_t kCheckpointVersion = 3;
+// Version 3 added the driver's state (gpu/model/driver.h); older brains cannot be resumed
+// faithfully without it, so they are refused rather than resumed with an untrained driver.
+inline constexpr uint32_t kOldestCheckpointVersion = 3;
 inline constexpr char kCheckpointMagic[8] = {'F', 'B', 'C', 'H', 'K', 'P', 'T', '\n'};
 inline constexpr size_t kMaxCheckpointRobotIdBytes = 128;
 
@@ -62,7 +64,7 @@ struct CheckpointHead {
   uint64_t generation = 0;
 };
 // Magic, version, layout, shape, counts, seed, cycle, robot id (length + at most 128 bytes), token,
-// generation (version 2).
+// generation.
 inline constexpr size_t kCheckpointCycleEnd = 8 + 4 + 7 * 4 + 4 * 4 + 2 * 4 + 8 + 8;
 inline constexpr size_t kCheckpointHeadMax = kCheckpointCycleEnd + 4 + kMaxCheckpointRobotIdBytes + 32 + 8;
 // From the first bytes of a file (up to kCheckpointHeadMax); nullopt for a prefix without the

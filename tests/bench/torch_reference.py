@@ -14,11 +14,13 @@ reward means, novelty, frustration, boredom, exploration x and Ornstein-Uhlenbec
 features psi = [phi_t | 4 s_t | 4 s_(t-1)]; the motors tanh(pull + bias + Wm a(psi) / 16 + x z)
 with the actor's frame features at gain 2; the critic's TD error, the actor's trace rule with
 the drive penalty, withdrawal on bad surprises, the traces, the critic's normalised LMS; the
-predictor's normalised LMS and p = tanh(Wp psi) (gpu/model/readout.h, cpu::CloseCycle).
+driver of issue 23 (gpu/model/driver.h: a TD(lambda) actor-critic on [s | s^2 | 1] whose
+Gaussian step, widened by frustration, makes the motors sent); the predictor's normalised LMS and
+p = tanh(Wp psi) (gpu/model/readout.h, cpu::CloseCycle).
 
 What differs from the engines, on purpose:
-- Random draws: the start field, the sensor mixing vectors and the exploration noise's draws xi
-  come from torch's generators, not from Philox keyed by the robot seed, so the numbers differ
+- Random draws: the start field, the sensor mixing vectors, the exploration noise's draws xi and
+  the driver's steps eps come from torch's generators, not from Philox keyed by the robot seed, so the numbers differ
   from the engines'; only timing is compared with them.
 - tanh, sigmoid and exp are torch's, not gpu/model/fastmath.h's polynomials (both within ~3e-7).
 - psi has P + 2N entries (280 here), not the engines' P + 2 x 64 (kMaxSensors) with the entries
@@ -115,6 +117,22 @@ TRACE_KEEP = 0.8  # kTraceKeep
 WITHDRAW_GAIN = 2.0  # kWithdrawGain
 CRITIC_RATE = 0.1  # kCriticRate
 CRITIC_BOUND = 100.0  # kCriticBound: critic weights and bias stay within +-100
+# The driver (driver.h): a linear actor-critic on d = [s | s^2 | 1] beside the field readout.
+DRIVER_CRITIC_RATE = 0.03  # kDriverCriticRate (per feature: over the 2N + 1 features)
+DRIVER_ACTOR_RATE = 0.3  # kDriverActorRate
+DRIVER_DISCOUNT = 0.98  # kDriverDiscount
+DRIVER_VALUE_SHARE = 0.2  # kDriverValueShare
+DRIVER_LAMBDA = 0.5  # kDriverLambda
+DRIVER_SPREAD = 0.1  # kDriverSpread: the policy's spread when nothing frustrates
+DRIVER_FRUSTRATION_SPREAD = 0.5  # kDriverFrustrationSpread: spread = 0.1 + 0.5 frustration
+DRIVER_SQUARE_KEEP = 0.99  # kDriverSquareKeep: the TD error's running square
+DRIVER_RMS_FLOOR = 0.1  # kDriverRmsFloor: actor steps x floor / max(RMS, floor)
+DRIVER_ADVANTAGE_KEEP = 0.995  # kDriverAdvantageKeep: the TD error's running mean
+DRIVER_WITHDRAW_GAIN = 2.0  # kDriverWithdrawGain (x frustration)
+DRIVER_INITIAL_WEIGHT = 0.05  # kDriverInitialWeight
+DRIVER_PREACTIVATION_BOUND = 2.0  # kDriverPreactivationBound
+DRIVER_DELTA_BOUND = 10.0  # kDriverDeltaBound
+DRIVER_WEIGHT_BOUND = 50.0  # kDriverWeightBound
 # Exploration (exploration.h).
 EXPLORE_FLOOR = 0.05  # kExploreFloor
 EXPLORE_RANGE = 0.75  # kExploreRange: x in [0.05, 0.8]
@@ -274,12 +292,22 @@ def init_state(shape, batch, n_sensors, n_motors, device, gen):
         "wm": zeros(batch, n_motors, r),
         "prediction": zeros(batch, n_sensors),
         "wp": zeros(batch, n_sensors, r),
+        # The driver: its TD error's running square and mean, critic, actor (a newborn's small
+        # seeded weights) and their traces over d = [s | s^2 | 1].
+        "driver_advantage_square": zeros(batch),
+        "driver_advantage_mean": zeros(batch),
+        "driver_critic": zeros(batch, 2 * n_sensors + 1),
+        "driver_critic_trace": zeros(batch, 2 * n_sensors + 1),
+        "driver_actor": DRIVER_INITIAL_WEIGHT * torch.randn(batch, n_motors, 2 * n_sensors + 1, device=device,
+                                                            generator=gen),
+        "driver_actor_trace": zeros(batch, n_motors, 2 * n_sensors + 1),
     }
 
 
 def make_cycle(shape):
-    """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), xi (B, K)) ->
-    (new state, outputs), where xi is the cycle's standard normal draw per motor (the engines'
+    """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), draws (B, 2K)) ->
+    (new state, outputs), where draws[:, :K] is xi, the cycle's standard normal draw per motor
+    for the field readout's noise, and draws[:, K:] the driver's exploration step eps (the engines'
     state.innovation). Pure: it returns new tensors and changes none it was given."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
@@ -303,9 +331,11 @@ def make_cycle(shape):
                                                              + rate.unsqueeze(1) * lap))
         return core.reshape(b, cm, X, Y, Z)
 
-    def cycle(st, cs, sensors, reward, xi):
+    def cycle(st, cs, sensors, reward, draws):
         f = st["field"]
         b = f.shape[0]
+        k_motors = draws.shape[1] // 2
+        xi, eps = draws[:, :k_motors], draws[:, k_motors:]
 
         # 1. model::open_cycle (gpu/model/robot_cycle.h): error, confidence, the reward means, the
         # novelty, the exploration x and the noise z (xi is this cycle's draw, the innovation).
@@ -388,8 +418,8 @@ def make_cycle(shape):
         actor = psi * cs["actor_gain"]
         actor_prev = psi_prev * cs["actor_gain"]
 
-        # Motors, from the actor as it was: the pull of group k mod 4 along axis k mod 3, the
-        # learned drive u = bias + Wm . a(psi) / 16, the exploration x z.
+        # The pull of group k mod 4 along axis k mod 3 (the driver's), and the field actor's
+        # learned part u = bias + Wm . a(psi) / 16 as it was.
         abs_sum = a.abs().sum((2, 3, 4))
         ramp_sums = torch.stack([
             (a.sum((3, 4)) * cs["ramp_x"]).sum(2),
@@ -400,7 +430,6 @@ def make_cycle(shape):
         pull = pulls[:, cs["motor_group"], cs["motor_axis"]]  # (B, K)
         wm = st["wm"]
         learned = st["motor_bias"] + torch.matmul(wm, actor.unsqueeze(2)).squeeze(2) * INV_SQRT_FEATURES
-        motors = torch.tanh(pull + learned + explore.unsqueeze(1) * noise)
 
         # 5. The reward judges the previous action through the critic's TD error and the traces
         # as they were; a bad surprise withdraws the motors sent last cycle (in last cycle's
@@ -425,6 +454,60 @@ def make_cycle(shape):
         step = CRITIC_RATE * delta / (1.0 + st["psi_prev_norm2"])
         critic_bias = torch.clamp(st["critic_bias"] + step, -CRITIC_BOUND, CRITIC_BOUND)
         critic = torch.clamp(st["critic"] + step.unsqueeze(1) * psi_prev, -CRITIC_BOUND, CRITIC_BOUND)
+
+        # 5b. The driver (driver.h): its critic and actor learn from this reward through the traces
+        # as they were (not on the first cycle), the actor on the TD error's advantage over its
+        # running mean, scaled by its running RMS; a frustrated bad surprise withdraws last cycle's
+        # motors along the centred frame; then it acts on this frame with the pulls, its spread
+        # widened by frustration, and the traces take the step.
+        ones = torch.ones(b, 1, device=f.device)
+        d = torch.cat([sensors, sensors * sensors, ones], 1)  # (B, 2N + 1)
+        s_prev = psi_prev[:, FEATURES:FEATURES + n] * (1.0 / FRAME_GAIN)
+        d_prev = torch.cat([s_prev, s_prev * s_prev, ones], 1)
+        w = st["driver_critic"]
+        driver_delta = torch.clamp(reward + DRIVER_DISCOUNT * (w * d).sum(1) - (w * d_prev).sum(1),
+                                   -DRIVER_DELTA_BOUND, DRIVER_DELTA_BOUND)
+        per_feature = 1.0 / d.shape[1]
+        started = st["cycle"] > 0
+        learns = started & learn[:, 0, 0]
+        first = st["cycle"] == 1
+        advantage = torch.clamp(reward + DRIVER_VALUE_SHARE * (DRIVER_DISCOUNT * (w * d).sum(1) - (w * d_prev).sum(1)),
+                                -DRIVER_DELTA_BOUND, DRIVER_DELTA_BOUND)
+        deviation = advantage - st["driver_advantage_mean"]
+        square = torch.where(first, deviation * deviation, DRIVER_SQUARE_KEEP * st["driver_advantage_square"]
+                             + (1.0 - DRIVER_SQUARE_KEEP) * deviation * deviation)
+        mean = torch.where(first, advantage, DRIVER_ADVANTAGE_KEEP * st["driver_advantage_mean"]
+                           + (1.0 - DRIVER_ADVANTAGE_KEEP) * advantage)
+        driver_advantage_square = torch.where(learns, square, st["driver_advantage_square"])
+        driver_advantage_mean = torch.where(learns, mean, st["driver_advantage_mean"])
+        driver_scale = DRIVER_RMS_FLOOR / torch.clamp(torch.sqrt(driver_advantage_square), min=DRIVER_RMS_FLOOR)
+        zero = torch.zeros_like(driver_delta)
+        critic_step = torch.where(started, DRIVER_CRITIC_RATE * per_feature * driver_delta, zero)
+        actor_step = torch.where(learns, driver_scale * DRIVER_ACTOR_RATE * per_feature * (advantage - driver_advantage_mean),
+                                 zero)
+        withdraw = torch.where(learns & (driver_delta < 0.0), driver_scale * DRIVER_WITHDRAW_GAIN * frustration
+                               * DRIVER_ACTOR_RATE * per_feature * driver_delta, zero)
+        driver_critic = torch.clamp(w + critic_step.unsqueeze(1) * st["driver_critic_trace"],
+                                    -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
+        stepped = torch.clamp(st["driver_actor"] + actor_step[:, None, None] * st["driver_actor_trace"],
+                              -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
+        # The centred frame, nothing for the squares, the boredom for the bias.
+        centred = torch.cat([s_prev - sensor_mean, torch.zeros_like(s_prev), boredom.unsqueeze(1)], 1)  # (B, 2N + 1)
+        along = st["motor_prev"].unsqueeze(2) * centred.unsqueeze(1)  # (B, K, 2N + 1)
+        driver_actor = torch.clamp(stepped + withdraw[:, None, None] * along, -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
+        keep = DRIVER_DISCOUNT * DRIVER_LAMBDA
+        driver_critic_trace = keep * st["driver_critic_trace"] + d
+        preactivation = torch.matmul(driver_actor, d.unsqueeze(2)).squeeze(2) + pull  # (B, K)
+        driver_mean = torch.tanh(preactivation)
+        spread = (DRIVER_SPREAD + DRIVER_FRUSTRATION_SPREAD * frustration).unsqueeze(1)
+        score = eps / spread * (1.0 - driver_mean * driver_mean)
+        driver_actor_trace = keep * st["driver_actor_trace"] + score.unsqueeze(2) * d.unsqueeze(1)
+        # The step back towards +-DRIVER_PREACTIVATION_BOUND, along d, after the motor is sent.
+        excess = preactivation - torch.clamp(preactivation, -DRIVER_PREACTIVATION_BOUND, DRIVER_PREACTIVATION_BOUND)
+        bound_step = torch.where(learn[:, :, 0], -DRIVER_ACTOR_RATE * per_feature * excess, torch.zeros_like(excess))
+        driver_actor = torch.clamp(driver_actor + bound_step.unsqueeze(2) * d.unsqueeze(1), -DRIVER_WEIGHT_BOUND,
+                                   DRIVER_WEIGHT_BOUND)
+        motors = torch.clamp(driver_mean + spread * eps, -1.0, 1.0)
 
         # 6. Predict: normalised LMS on psi_(t-1), then p = tanh(Wp psi_t).
         n2 = st["psi_prev_norm2"]
@@ -457,6 +540,12 @@ def make_cycle(shape):
             "wm": wm_next,
             "prediction": prediction,
             "wp": wp,
+            "driver_advantage_square": driver_advantage_square,
+            "driver_advantage_mean": driver_advantage_mean,
+            "driver_critic": driver_critic,
+            "driver_critic_trace": driver_critic_trace,
+            "driver_actor": driver_actor,
+            "driver_actor_trace": driver_actor_trace,
         }
         outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
         return new_state, outputs
@@ -477,18 +566,20 @@ def _clamp(v, bound):
     return -bound if v < -bound else (bound if v > bound else v)
 
 
-def scalar_cycle(shape, field, st, params, sensors, reward, xi):
+def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     """One robot's cycle, loop by loop in the order of gpu/cpu/field_pass.cc (EvolveSlab) and
     gpu/cpu/robot_steps.cc (OpenCycle, CloseCycle), in Python floats. `field` is a flat list in
     F[c][x][y][z] order; `st` a dict of numbers and lists (as init_state's, one robot, less the
     field); `params` has "sites" (N x 3), "mix" (N x content) and, optionally, "learn_motors"
-    (default on); `xi` is the cycle's normal draw per motor. Returns (new field, new state, outputs)."""
+    (default on); `draws` is the cycle's normal draws: xi per motor, then the driver's eps per motor.
+    Returns (new field, new state, outputs)."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
     cm, C = cc + mm, shape.channels
     YZ, XYZ = Y * Z, X * Y * Z
     n = len(sensors)
-    k_motors = len(xi)
+    k_motors = len(draws) // 2
+    xi, eps = draws[:k_motors], draws[k_motors:]
     sites, mix = params["sites"], params["mix"]
     per_r = cc // q
 
@@ -614,14 +705,13 @@ def scalar_cycle(shape, field, st, params, sensors, reward, xi):
     actor = [actor_feature(j, psi[j]) for j in range(n_psi)]
     actor_prev = [actor_feature(j, st["psi_prev"][j]) for j in range(n_psi)]
 
-    # Step 4: motors, from the actor as it was.
-    motors, learned = [], []
+    # Step 4: the pulls, and the field actor's learned part as it was.
+    pulls, learned = [], []
     for k in range(k_motors):
         g, axis = k % CONTENT_GROUPS, k % 3
-        pull = 2.0 * ramp_sum[g][axis] / (abs_sum[g] + PULL_EPSILON * shape.voxels)
+        pulls.append(2.0 * ramp_sum[g][axis] / (abs_sum[g] + PULL_EPSILON * shape.voxels))
         dot = sum(st["wm"][k][j] * actor[j] for j in range(n_psi))
         learned.append(st["motor_bias"][k] + dot * INV_SQRT_FEATURES)
-        motors.append(math.tanh(pull + learned[k] + explore * noise[k]))
 
     # Step 5: the TD error judges the previous action through the traces as they were; a bad
     # surprise withdraws the motors sent last cycle; then the traces; then the critic.
@@ -646,6 +736,50 @@ def scalar_cycle(shape, field, st, params, sensors, reward, xi):
     critic_bias = _clamp(st["critic_bias"] + step * 1.0, CRITIC_BOUND)
     critic = [_clamp(st["critic"][j] + step * st["psi_prev"][j], CRITIC_BOUND) for j in range(n_psi)]
 
+    # Step 5b: the driver (DriverStep).
+    s_prev = [st["psi_prev"][FEATURES + i] / FRAME_GAIN for i in range(n)]
+    d = list(sensors) + [v * v for v in sensors] + [1.0]
+    d_prev = s_prev + [v * v for v in s_prev] + [1.0]
+    n_d = len(d)
+    driver_critic = list(st["driver_critic"])
+    driver_actor = [list(row) for row in st["driver_actor"]]
+    error_square, error_mean = st["driver_advantage_square"], st["driver_advantage_mean"]
+    if st["cycle"] > 0:
+        v_now = sum(driver_critic[j] * d[j] for j in range(n_d))
+        v_prev = sum(driver_critic[j] * d_prev[j] for j in range(n_d))
+        dd = _clamp(reward + DRIVER_DISCOUNT * v_now - v_prev, DRIVER_DELTA_BOUND)
+        driver_critic = [_clamp(driver_critic[j] + DRIVER_CRITIC_RATE * dd / n_d * st["driver_critic_trace"][j],
+                                DRIVER_WEIGHT_BOUND) for j in range(n_d)]
+        if params.get("learn_motors", True):
+            first = st["cycle"] == 1
+            adv = _clamp(reward + DRIVER_VALUE_SHARE * (DRIVER_DISCOUNT * v_now - v_prev), DRIVER_DELTA_BOUND)
+            dev = adv - error_mean
+            error_square = dev * dev if first else DRIVER_SQUARE_KEEP * error_square + (1.0 - DRIVER_SQUARE_KEEP) * dev * dev
+            error_mean = adv if first else DRIVER_ADVANTAGE_KEEP * error_mean + (1.0 - DRIVER_ADVANTAGE_KEEP) * adv
+            driver_scale = DRIVER_RMS_FLOOR / max(math.sqrt(error_square), DRIVER_RMS_FLOOR)
+            actor_step = driver_scale * DRIVER_ACTOR_RATE * (adv - error_mean) / n_d
+            withdraw = driver_scale * DRIVER_WITHDRAW_GAIN * frustration * DRIVER_ACTOR_RATE * dd / n_d if dd < 0.0 else 0.0
+            centred = [s_prev[i] - sensor_mean[i] for i in range(n)] + [0.0] * n + [boredom]
+            for k in range(k_motors):
+                stepped = [_clamp(driver_actor[k][j] + actor_step * st["driver_actor_trace"][k][j], DRIVER_WEIGHT_BOUND)
+                           for j in range(n_d)]
+                driver_actor[k] = [_clamp(stepped[j] + withdraw * st["motor_prev"][k] * centred[j], DRIVER_WEIGHT_BOUND)
+                                   for j in range(n_d)]
+    keep = DRIVER_DISCOUNT * DRIVER_LAMBDA
+    driver_critic_trace = [keep * st["driver_critic_trace"][j] + d[j] for j in range(n_d)]
+    spread = DRIVER_SPREAD + DRIVER_FRUSTRATION_SPREAD * frustration
+    driver_actor_trace, motors = [], []
+    for k in range(k_motors):
+        pre_k = sum(driver_actor[k][j] * d[j] for j in range(n_d)) + pulls[k]
+        mean_k = math.tanh(pre_k)
+        score = eps[k] / spread * (1.0 - mean_k * mean_k)
+        driver_actor_trace.append([keep * st["driver_actor_trace"][k][j] + score * d[j] for j in range(n_d)])
+        motors.append(_clamp(mean_k + spread * eps[k], 1.0))
+        if params.get("learn_motors", True):
+            excess = pre_k - min(max(pre_k, -DRIVER_PREACTIVATION_BOUND), DRIVER_PREACTIVATION_BOUND)
+            bound_step = -DRIVER_ACTOR_RATE * excess / n_d
+            driver_actor[k] = [_clamp(driver_actor[k][j] + bound_step * d[j], DRIVER_WEIGHT_BOUND) for j in range(n_d)]
+
     # Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
     inv_n2 = 1.0 / st["psi_prev_norm2"] if st["psi_prev_norm2"] > NORM2_FLOOR else 0.0
     wp, prediction = [], []
@@ -659,6 +793,9 @@ def scalar_cycle(shape, field, st, params, sensors, reward, xi):
         "noise": noise, "feature_scale": scale, "psi_prev": psi, "critic_bias": critic_bias,
         "value_prev": value_now, "critic": critic, "motor_bias": motor_bias, "bias_trace": bias_trace,
         "motor_prev": motors, "trace": trace, "wm": wm, "prediction": prediction, "wp": wp,
+        "driver_advantage_square": error_square, "driver_advantage_mean": error_mean,
+        "driver_critic": driver_critic, "driver_critic_trace": driver_critic_trace, "driver_actor": driver_actor,
+        "driver_actor_trace": driver_actor_trace,
     }
     outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
     return out, new_state, outputs
@@ -704,10 +841,10 @@ def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=Non
         sensors, reward = ring.frame(i)
         if timer is not None:
             timer.start()
-        xi = torch.randn(batch, n_motors, device=device, generator=gen)
+        draws = torch.randn(batch, 2 * n_motors, device=device, generator=gen)
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        state, out = step(state, consts, sensors, reward, xi)
+        state, out = step(state, consts, sensors, reward, draws)
         if timer is not None:
             timer.stop()
         if graphs:
@@ -850,11 +987,11 @@ def check_parity(device, robots, cycles, log):
     worst = 0.0
     for t in range(cycles):
         sensors, reward = ring.frame(t)
-        xi = torch.randn(robots, MOTORS, device=device, generator=gen)
-        state, out = step(state, consts, sensors, reward, xi)
+        draws = torch.randn(robots, 2 * MOTORS, device=device, generator=gen)
+        state, out = step(state, consts, sensors, reward, draws)
         for b in range(robots):
             fields[b], scalar[b], s_out = scalar_cycle(shape, fields[b], scalar[b], params[b], sensors[b].tolist(),
-                                                       float(reward[b]), xi[b].tolist())
+                                                       float(reward[b]), draws[b].tolist())
             ref_field = torch.tensor(fields[b], dtype=torch.float64)
             worst = max(worst, float((state["field"][b].reshape(-1).double().cpu() - ref_field).abs().max()))
             for key in ("motors", "prediction"):
@@ -925,13 +1062,13 @@ def measure(shape, batch, mode, args, device, deadline):
     row["checked_cycles"] = done
     if compiled:
         sensors, reward = ring.frame(done)
-        xi = torch.randn(batch, MOTORS, device=device, generator=gen)
+        draws = torch.randn(batch, 2 * MOTORS, device=device, generator=gen)
         # Both copies before the compiled call: a graph replay may reuse the memory of `state`.
         for_compiled, for_eager = clone_state(state), clone_state(state)
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        compiled_out = step(for_compiled, consts, sensors, reward, xi)
-        diff = max_difference(compiled_out, eager(for_eager, consts, sensors, reward, xi))
+        compiled_out = step(for_compiled, consts, sensors, reward, draws)
+        diff = max_difference(compiled_out, eager(for_eager, consts, sensors, reward, draws))
         row["compile_vs_eager_max_diff"] = diff
         if not diff <= COMPARE_TOL:
             problems.append(f"compiled cycle differs from eager by {diff} > {COMPARE_TOL}")

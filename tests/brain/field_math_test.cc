@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "gpu/model/driver.h"
 #include "gpu/model/exploration.h"
 #include "gpu/model/field_init.h"
 #include "gpu/model/field_math.h"
@@ -206,8 +207,39 @@ TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_FLOAT_EQ(wp_next(0.0f, 0.4f, 2.0f, 0.25f), 0.1f);
   EXPECT_EQ(inverse_norm2(0.0f), 0.0f);
   EXPECT_FLOAT_EQ(motor_learned(0.5f, 16.0f), 1.5f);
-  EXPECT_FLOAT_EQ(motor_value(0.0f, 0.0f, 0.5f, 0.0f), 0.0f);
-  EXPECT_FLOAT_EQ(motor_value(0.25f, -0.5f, 0.5f, 0.5f), 0.0f);  // pull + learned + x z
+  // The driver (driver.h): the pull joins theta . d inside tanh; the step clamps into range.
+  EXPECT_FLOAT_EQ(driver_mean(0.25f, -0.25f), 0.0f);
+  EXPECT_FLOAT_EQ(driver_motor(0.9f, 2.0f, 0.1f), 1.0f);
+  EXPECT_FLOAT_EQ(driver_spread(1.0f), kDriverSpread + kDriverFrustrationSpread);
+  // The actor's advantage: the reward and a fifth of the critic's judgement of the move (the whole
+  // TD error credited the echo of the command in the next frame; docs/brain.md, issue 23).
+  EXPECT_FLOAT_EQ(driver_advantage(0.5f, 0.0f, 0.0f), 0.5f);
+  EXPECT_FLOAT_EQ(driver_advantage(0.0f, 1.0f, 0.0f), kDriverValueShare * kDriverDiscount);
+  EXPECT_FLOAT_EQ(driver_td_error(0.0f, 1.0f, 0.0f), kDriverDiscount);
+  EXPECT_FLOAT_EQ(driver_advantage(1e6f, 0.0f, 0.0f), kDriverDeltaBound);
+  // Its running square measures the spread around the mean as it was: a steady advantage has none.
+  EXPECT_FLOAT_EQ(driver_advantage_square_next(0.0f, 0.3f, 0.3f, false), 0.0f);
+  EXPECT_FLOAT_EQ(driver_advantage_square_next(0.0f, 0.5f, 0.0f, true), 0.25f);
+  // Steps scale by 1 / RMS only once the advantage's RMS passes the floor.
+  EXPECT_FLOAT_EQ(driver_advantage_scale(0.0f), 1.0f);
+  EXPECT_FLOAT_EQ(driver_advantage_scale(4.0f), kDriverRmsFloor / 2.0f);
+  // The actor steps on the advantage over its running mean: one equal to the mean moves nothing.
+  EXPECT_EQ(driver_actor_step(0.7f, 0.7f, 1.0f, 12), 0.0f);
+  // Withdrawal: only a bad surprise while frustrated, and only along the centred frame.
+  EXPECT_EQ(driver_withdraw_step(0.5f, 1.0f, 1.0f, 12), 0.0f);
+  EXPECT_EQ(driver_withdraw_step(-0.5f, 1.0f, 0.0f, 12), 0.0f);
+  EXPECT_LT(driver_withdraw_step(-0.5f, 1.0f, 1.0f, 12), 0.0f);
+  const float s_prev[kMaxSensors] = {0.8f}, s_mean[kMaxSensors] = {0.5f};
+  EXPECT_FLOAT_EQ(driver_withdraw_feature(0, s_prev, s_mean, 1.0f), 0.3f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverSquaresAt, s_prev, s_mean, 1.0f), 0.0f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean, 0.0f), 0.0f);
+  EXPECT_EQ(driver_withdraw_feature(kDriverBiasAt, s_prev, s_mean, 0.75f), 0.75f);
+  // The bound: nothing inside +-kDriverPreactivationBound; beyond it a step back along d, by the
+  // excess at the actor's rate per feature (25 features for 12 sensors).
+  EXPECT_EQ(driver_bound_step(kDriverPreactivationBound, 12), 0.0f);
+  EXPECT_EQ(driver_bound_step(-0.5f, 12), 0.0f);
+  EXPECT_FLOAT_EQ(driver_bound_step(kDriverPreactivationBound + 1.0f, 12), -kDriverActorRate / 25.0f);
+  EXPECT_FLOAT_EQ(driver_bound_step(-kDriverPreactivationBound - 0.5f, 12), 0.5f * kDriverActorRate / 25.0f);
   // The actor sees the sensor frames at their own gain, the field features as they are.
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt - 1, 0.5f), 0.5f);
   EXPECT_FLOAT_EQ(actor_feature(kFrameFeaturesAt, 0.5f), 0.5f * kActorFrameGain);

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gpu/engine.h"
 #include "gtest/gtest.h"
@@ -95,7 +94,7 @@ TEST_F(CheckpointFormatTest, ARestoredBrainRunsOnBitForBitAsTheOriginal) {
   const std::string bytes = EncodeCheckpoint(Header(snapshot), snapshot);
   EXPECT_EQ(bytes, EncodeCheckpoint(Header(snapshot), snapshot)) << "the encoding is deterministic";
   EXPECT_EQ(bytes.substr(0, 8), std::string("FBCHKPT\n", 8));
-  EXPECT_EQ(bytes.substr(8, 4), std::string("\x02\x00\x00\x00", 4)) << "version 2, little-endian";
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\x03\x00\x00\x00", 4)) << "version 3, little-endian";
 
   absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(bytes, FieldShape::Small());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -145,37 +144,29 @@ TEST_F(CheckpointFormatTest, TheHeadIsReadFromTheStartOfTheFile) {
   other_magic[0] = 'X';
   EXPECT_EQ(PeekCheckpointHead(other_magic), std::nullopt);
   std::string other_version = head;
-  other_version[8] = 3;
+  other_version[8] = 4;
+  EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
+  other_version[8] = 2;
   EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
   std::string long_id = head;
   long_id[kCheckpointCycleEnd] = char(200);  // an id longer than the format allows
   EXPECT_EQ(PeekCheckpointHead(long_id), std::nullopt);
 }
 
-// Files written before generations existed (version 1: no generation field) are still read, as
-// generation 0, head and whole.
-TEST_F(CheckpointFormatTest, AVersion1FileIsReadAsGenerationZero) {
+// Files of versions 1 and 2 hold no driver (gpu/model/driver.h): they are refused with that reason,
+// not resumed with an untrained driver.
+TEST_F(CheckpointFormatTest, AFileFromBeforeTheDriverIsRefusedWithTheReason) {
   const BrainSnapshot snapshot = *engine_->Snapshot(original_);
-  CheckpointHeader header = Header(snapshot);
-  header.generation = 0;
-  const std::string v2 = EncodeCheckpoint(header, snapshot);
-  // Version 1: the same bytes without the generation, version 1, hashed again.
-  const size_t generation_at = kCheckpointCycleEnd + 4 + header.robot_id.size() + 32;
-  const size_t digest_at = generation_at + 8 + 8;
-  std::string v1_head = v2.substr(0, generation_at) + v2.substr(generation_at + 8, 8);
-  v1_head[8] = 1;
-  const std::string payload = v2.substr(digest_at + 32);
-  const Sha256Digest digest = Sha256(v1_head, payload);
-  const std::string v1 = v1_head + std::string(reinterpret_cast<const char*>(digest.data()), digest.size()) + payload;
-  absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(v1, FieldShape::Small());
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
-  EXPECT_EQ(decoded->header.generation, 0u);
-  EXPECT_EQ(decoded->header.cycle, header.cycle);
-  EXPECT_EQ(decoded->snapshot.field, snapshot.field);
-  const std::optional<CheckpointHead> h = PeekCheckpointHead(v1);
-  ASSERT_TRUE(h.has_value());
-  EXPECT_EQ(h->generation, 0u);
-  EXPECT_EQ(h->cycle, header.cycle);
+  const std::string v3 = EncodeCheckpoint(Header(snapshot), snapshot);
+  for (char old_version : {char(1), char(2)}) {
+    std::string old = v3;
+    old[8] = old_version;
+    const absl::Status status = DecodeCheckpoint(old, FieldShape::Small()).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(status.message(), HasSubstr("predates the brain's driver"));
+    EXPECT_THAT(status.message(), HasSubstr("format version " + std::to_string(int(old_version))));
+    EXPECT_EQ(PeekCheckpointHead(old), std::nullopt);
+  }
 }
 
 // Daemons behind one proxy share the directory: a checkpoint is never written over the same
@@ -284,10 +275,10 @@ TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {
   EXPECT_FALSE(DecodeCheckpoint(header_flipped, FieldShape::Small()).ok());
   EXPECT_THAT(DecodeCheckpoint("a text file", FieldShape::Small()).status().message(), HasSubstr("not a fieldbrain"));
   std::string future = bytes;
-  future[8] = 3;
-  const absl::Status v3 = DecodeCheckpoint(future, FieldShape::Small()).status();
-  EXPECT_EQ(v3.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(v3.message(), HasSubstr("format version 3; this daemon reads versions 1 to 2"));
+  future[8] = 4;
+  const absl::Status v4 = DecodeCheckpoint(future, FieldShape::Small()).status();
+  EXPECT_EQ(v4.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(v4.message(), HasSubstr("format version 4; this daemon reads version 3 only"));
   const absl::Status shape = DecodeCheckpoint(bytes, FieldShape::Default()).status();
   EXPECT_EQ(shape.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(shape.message(), HasSubstr("field shape 32x16x16x16; this daemon runs 64x32x32x32"));
