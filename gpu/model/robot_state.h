@@ -71,9 +71,9 @@ struct RobotState {
   float wm[kMaxMotors][kReadoutFeatures] = {};     // motor readout Wm
   float prediction[kMaxSensors] = {};       // p, the prediction of the next sensor frame
   float wp[kMaxSensors][kReadoutFeatures] = {};    // prediction readout Wp
-  // The driver (gpu/model/driver.h): its TD error's running square and mean, its critic w, actor
-  // theta and their eligibility traces over d = [s | s^2 | 1]. The frame it learns from last
-  // cycle is psi_prev's.
+  // The driver (gpu/model/driver.h): its advantage's running square (about the mean) and mean,
+  // its critic w, actor theta and their eligibility traces over d = [s | s^2 | 1]. The frame it
+  // learns from last cycle is psi_prev's.
   float driver_advantage_square = 0.0f;
   float driver_advantage_mean = 0.0f;
   float driver_critic[model::kDriverFeatures] = {};
