@@ -164,7 +164,7 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
 
   // Step 5b, the driver (gpu/model/driver.h): thread j < kDriverFeatures owns driver feature j.
   // The critic's values come from the weights as they were; critic and actor learn from this
-  // reward through the traces as they were (thread 0 keeps the TD error's running square and
+  // reward through the traces as they were (thread 0 keeps the advantage's running square and
   // mean, and publishes the actor's and withdrawal's steps), a frustrated bad surprise withdraws
   // last cycle's motors along the centred frame; then each motor's mean is one warp's dot product
   // over the actor's new weights, and the traces take this cycle's step and the weights the

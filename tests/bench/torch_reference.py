@@ -125,9 +125,9 @@ DRIVER_VALUE_SHARE = 0.2  # kDriverValueShare
 DRIVER_LAMBDA = 0.5  # kDriverLambda
 DRIVER_SPREAD = 0.1  # kDriverSpread: the policy's spread when nothing frustrates
 DRIVER_FRUSTRATION_SPREAD = 0.5  # kDriverFrustrationSpread: spread = 0.1 + 0.5 frustration
-DRIVER_SQUARE_KEEP = 0.99  # kDriverSquareKeep: the TD error's running square
+DRIVER_SQUARE_KEEP = 0.99  # kDriverSquareKeep: the advantage's running square
 DRIVER_RMS_FLOOR = 0.1  # kDriverRmsFloor: actor steps x floor / max(RMS, floor)
-DRIVER_ADVANTAGE_KEEP = 0.995  # kDriverAdvantageKeep: the TD error's running mean
+DRIVER_ADVANTAGE_KEEP = 0.995  # kDriverAdvantageKeep: the advantage's running mean
 DRIVER_WITHDRAW_GAIN = 2.0  # kDriverWithdrawGain (x frustration)
 DRIVER_INITIAL_WEIGHT = 0.05  # kDriverInitialWeight
 DRIVER_PREACTIVATION_BOUND = 2.0  # kDriverPreactivationBound
@@ -292,7 +292,7 @@ def init_state(shape, batch, n_sensors, n_motors, device, gen):
         "wm": zeros(batch, n_motors, r),
         "prediction": zeros(batch, n_sensors),
         "wp": zeros(batch, n_sensors, r),
-        # The driver: its TD error's running square and mean, critic, actor (a newborn's small
+        # The driver: its advantage's running square and mean, critic, actor (a newborn's small
         # seeded weights) and their traces over d = [s | s^2 | 1].
         "driver_advantage_square": zeros(batch),
         "driver_advantage_mean": zeros(batch),
@@ -456,7 +456,7 @@ def make_cycle(shape):
         critic = torch.clamp(st["critic"] + step.unsqueeze(1) * psi_prev, -CRITIC_BOUND, CRITIC_BOUND)
 
         # 5b. The driver (driver.h): its critic and actor learn from this reward through the traces
-        # as they were (not on the first cycle), the actor on the TD error's advantage over its
+        # as they were (not on the first cycle), the actor on the advantage over its
         # running mean, scaled by its running RMS; a frustrated bad surprise withdraws last cycle's
         # motors along the centred frame; then it acts on this frame with the pulls, its spread
         # widened by frustration, and the traces take the step.
