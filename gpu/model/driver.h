@@ -13,7 +13,7 @@
 // The field readout's own learned command and its exploration stay out of the motors: added at any
 // share they drowned the driver (docs/brain.md has the tables).
 //
-// Five things the textbook learner lacks, each for a failure measured without it:
+// Six things the textbook learner lacks, each for a failure measured without it:
 // - the actor steps on the advantage a = r + 0.2 (gamma V(d_t) - V(d_(t-1))), not on the whole TD
 //   error: the frame a reward comes with also holds the echo of the command it judges (a car's
 //   speed sensors), and a linear critic that learnt "fast forward comes before a bump" credits
@@ -27,6 +27,8 @@
 // - a bad surprise, while frustrated, withdraws what the situation made the robot do: theta_k
 //   moves against the motor sent last cycle along the centred frame s - sbar (not the bias or the
 //   squares, so a bump does not take away driving as such; a committed habit is unlearnt fast);
+// - the pre-activation theta_k . d + pull_k is held near +-2 (driver_bound_step): beyond it the
+//   command gains nothing and the score's (1 - mu^2) leaves the actor deaf to what it hits;
 // - small seeded initial weights, so a newborn's stimuli already differ.
 //
 // Step sizes are per feature (each rate over the number of features in use), so settings carry
