@@ -49,7 +49,6 @@ class CpuBackend final : public EngineBackend {
         inputs_(config.max_batch),
         outputs_(config.max_batch),
         errors_(size_t(config.max_batch) * kMaxSensors),
-        explore_(config.max_batch),
         partials_(size_t(config.max_batch) * config.shape.nx),
         pattern_z_(size_t(config.max_batch) * size_t(PatternZFloats(config.shape))),
         memory_planes_(size_t(config.max_batch) * size_t(config.shape.nx) * size_t(MemoryPlaneFloats(config.shape))),
@@ -92,8 +91,8 @@ class CpuBackend final : public EngineBackend {
     const auto t0 = std::chrono::steady_clock::now();
 
     for (int r = 0; r < n; ++r)
-      explore_[r] = OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, rows[r].reward,
-                            &errors_[size_t(r) * kMaxSensors]);
+      OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, rows[r].reward,
+                &errors_[size_t(r) * kMaxSensors]);
 
     const auto tm = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(threads_) schedule(static)
@@ -130,7 +129,7 @@ class CpuBackend final : public EngineBackend {
       for (int x = 0; x < nx; ++x) Accumulate(summary, partials_[size_t(r) * nx + x]);
       PoolFromMemoryPlanes(MemoryPlane(r, 0), config_.shape, Pooled(rows[r].slot));
       CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary, rows[r].sensors,
-                 &errors_[size_t(r) * kMaxSensors], explore_[r], rows[r].reward, outputs_[r]);
+                 &errors_[size_t(r) * kMaxSensors], rows[r].reward, outputs_[r]);
     }
     if (sink_) {
       sink_->RecordStage(Stage::kPredict, std::chrono::duration<double>(tm - t0).count(), n);
@@ -194,7 +193,6 @@ class CpuBackend final : public EngineBackend {
   std::vector<BatchInputRow> inputs_;
   std::vector<BatchOutputRow> outputs_;
   std::vector<float> errors_;
-  std::vector<float> explore_;
   std::vector<model::FieldSummary> partials_;
   std::vector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
   std::vector<float> memory_planes_;  // per batch row and slab: the pass's memory plane sums

@@ -11,8 +11,8 @@
 
 namespace fieldbrain::cpu {
 
-float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* errors) {
-  return model::open_cycle(params, state, sensors, reward, errors);
+void OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* errors) {
+  model::open_cycle(params, state, sensors, reward, errors);
 }
 
 namespace {
@@ -85,7 +85,7 @@ void ForEachDriverFeature(int sensor_count, Fn fn) {
   fn(model::kDriverBiasAt);
 }
 
-// Step 5b, the driver (gpu/model/driver.h): its critic and actor learn from this reward through
+// Step 5, the driver (gpu/model/driver.h): its critic and actor learn from this reward through
 // the traces of the cycles before (and a frustrated bad surprise withdraws last cycle's motors),
 // then it acts on this frame with the field's pulls, the traces take the action and the actor's
 // weights step back towards the pre-activation's bound.
@@ -151,8 +151,8 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
 }  // namespace
 
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
-                const model::FieldSummary& summary, const float* sensors, const float* errors, float explore,
-                float reward, BatchOutputRow& out) {
+                const model::FieldSummary& summary, const float* sensors, const float* errors, float reward,
+                BatchOutputRow& out) {
   const int n = params.sensor_count;
   float psi[kReadoutFeatures];
   model::compute_features(summary, shape, state.feature_scale, psi);
@@ -160,51 +160,17 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
     psi[kFrameFeaturesAt + i] = model::frame_feature(sensors[i]);
     psi[kContextFeaturesAt + i] = state.psi_prev[kFrameFeaturesAt + i];
   }
-  // The actor's features of this cycle and of the last (which withdrawal judges).
-  float norm2 = 0.0f, actor[kReadoutFeatures], actor_prev[kReadoutFeatures];
-  ForEachReadoutFeature(n, [&](int j) {
-    norm2 += psi[j] * psi[j];
-    actor[j] = model::actor_feature(j, psi[j]);
-    actor_prev[j] = model::actor_feature(j, state.psi_prev[j]);
-  });
+  float norm2 = 0.0f;
+  ForEachReadoutFeature(n, [&](int j) { norm2 += psi[j] * psi[j]; });
 
-  // Step 4: the field's pulls (the driver's, below) and the field actor's learned part as it was.
-  float pulls[kMaxMotors], learned[kMaxMotors];
+  // Step 4: the field's pulls; step 5: the driver learns from this reward and sends the motors.
+  float pulls[kMaxMotors];
   for (int k = 0; k < params.motor_count; ++k) {
     const int g = model::motor_group(k), a = model::motor_axis(k);
     pulls[k] = model::field_pull(summary.ramp_sum[g][a], summary.abs_sum[g], shape.voxels());
-    float dot = 0.0f;
-    ForEachReadoutFeature(n, [&](int j) { dot += state.wm[k][j] * actor[j]; });
-    learned[k] = model::motor_learned(state.motor_bias[k], dot);
-  }
-
-  // Step 5: the reward judges the previous action, through the critic's temporal-difference
-  // error and the traces as they were, and a bad surprise withdraws the motors sent last cycle;
-  // then the traces take this cycle's action.
-  float critic_dot = 0.0f;
-  ForEachReadoutFeature(n, [&](int j) { critic_dot += state.critic[j] * psi[j]; });
-  const float value_now = state.critic_bias + critic_dot;
-  const float delta = model::td_error(reward, state.reward_slow, value_now, state.value_prev);
-  for (int k = 0; k < params.motor_count; ++k) {
-    const float xi = state.innovation[k];
-    if (params.learn_motors) {
-      const float withdraw = model::withdraw_step(delta, state.motor_prev[k]);
-      ForEachReadoutFeature(n, [&](int j) {
-        const float w = model::wm_next(state.wm[k][j], delta, state.trace[k][j], learned[k], actor[j]);
-        state.wm[k][j] = model::wm_withdrawn(w, withdraw, actor_prev[j]);
-      });
-      const float b = model::motor_bias_next(state.motor_bias[k], delta, state.bias_trace[k], learned[k]);
-      state.motor_bias[k] = model::motor_bias_withdrawn(b, withdraw);
-    }
-    ForEachReadoutFeature(n, [&](int j) { state.trace[k][j] = model::trace_next(state.trace[k][j], xi, actor[j]); });
-    state.bias_trace[k] = model::bias_trace_next(state.bias_trace[k], xi);
   }
   float motors[kMaxMotors];
   DriverStep(params, state, sensors, reward, pulls, motors);
-  const float step = model::critic_step(delta, state.psi_prev_norm2);
-  state.critic_bias = model::critic_next(state.critic_bias, step, 1.0f);
-  ForEachReadoutFeature(n, [&](int j) { state.critic[j] = model::critic_next(state.critic[j], step, state.psi_prev[j]); });
-  state.value_prev = value_now;
 
   // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
   const float inv_norm2 = model::inverse_norm2(state.psi_prev_norm2);

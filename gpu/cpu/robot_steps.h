@@ -8,9 +8,9 @@
 
 namespace fieldbrain::cpu {
 
-// Step 1 (model::open_cycle): e = s - p into `errors` (sensor_count values), the confidence and
-// the other drives of exploration, the exploration noise; returns the exploration x.
-float OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* errors);
+// Step 1 (model::open_cycle): e = s - p into `errors` (sensor_count values), the confidence, the
+// reward means and the novelty that frustration and boredom come from.
+void OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* errors);
 
 // The pattern memory (gpu/model/memory_math.h), between step 1 and the field pass: the write of
 // last cycle's context when this frame's reward or error calls for one (its pattern:
@@ -25,12 +25,12 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
 // field does this as it goes; this is for a field that no pass has written: new or restored).
 void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pooled);
 
-// Steps 4-6 from the new field's summary and this frame's sensors: readout features psi_t, the
-// field actor's and critic's learning from reward, the driver's learning and the motors it sends
+// Steps 4-6 from the new field's summary and this frame's sensors: the predictor's features
+// psi_t, the field's pulls, the driver's learning from reward and the motors it sends
 // (gpu/model/driver.h), prediction learning of Wp and the next prediction. Fills `out` and
 // advances the cycle count.
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,
-                const model::FieldSummary& summary, const float* sensors, const float* errors, float explore,
-                float reward, BatchOutputRow& out);
+                const model::FieldSummary& summary, const float* sensors, const float* errors, float reward,
+                BatchOutputRow& out);
 
 }  // namespace fieldbrain::cpu

@@ -192,7 +192,6 @@ absl::Status CudaBackend::Init() {
   args_.memory_patterns = MemoryPatterns(0);
   args_.memory_patterns_stride = pool_.memory_patterns_stride() / int64_t(sizeof(float));
   args_.errors = workspace_.at<float>(layout_.ws_errors_at);
-  args_.explore = workspace_.at<float>(layout_.ws_explore_at);
   args_.partials = workspace_.at<float>(layout_.ws_partials_at);
   args_.outputs = workspace_.at<BatchOutputRow>(layout_.ws_outputs_at);
 

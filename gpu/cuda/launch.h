@@ -36,12 +36,11 @@ struct CycleArgs {
   int64_t memory_patterns_stride = 0;   // floats between two slots' stored patterns
   // Workspace.
   float* errors = nullptr;     // [row][kMaxSensors]: e = s - p
-  float* explore = nullptr;    // [row]: exploration x
   float* partials = nullptr;   // [row][tile.blocks_per_robot][kPartialFloats]
   BatchOutputRow* outputs = nullptr;
 };
 
-// Step 1 (open_cycle_kernel.cu): errors, confidence, exploration; one thread per row.
+// Step 1 (open_cycle_kernel.cu): errors, confidence, reward means, novelty; one thread per row.
 cudaError_t LaunchOpenCycle(const CycleArgs& args, int rows, cudaStream_t stream);
 // The pattern memory (memory_kernels.cu): write, key, recall, recalled pattern P.
 cudaError_t LaunchMemory(const CycleArgs& args, int rows, cudaStream_t stream);

@@ -1,13 +1,12 @@
 // Steps 4-6 of the cycle (docs/brain.md) for each batch row: the FieldSummary from the evolve
-// kernel's block partials, the features phi, the field's pulls, the field actor's and critic's
-// learning from reward with the eligibility traces, the driver's learning and the motors it sends
-// (gpu/model/driver.h), the normalised-LMS learning of Wp and the next prediction; then the
-// row's output.
+// kernel's block partials, the features phi, the field's pulls, the driver's learning from reward
+// and the motors it sends (gpu/model/driver.h), the normalised-LMS learning of Wp and the next
+// prediction; then the row's output.
 //
 // Launch: one block of kFeatures (256) threads per batch row; thread j owns field feature j and
-// readout features j and j + kFeatures (gpu/model/robot_state.h has the layout). The dot
-// products over the readout features are one warp per motor or sensor (lanes stride the
-// features, a fixed shuffle tree sums), the element-wise updates by owner, all in the order of
+// readout features j and j + kFeatures (gpu/model/robot_state.h has the layout), and driver
+// feature j. The dot products are one warp per motor or sensor (lanes stride the features, a
+// fixed shuffle tree sums), the element-wise updates by owner, all in the order of
 // cpu::CloseCycle and through the same model:: functions. Every sum has a fixed order, so the
 // result is bit-reproducible and independent of the batch; it differs from the CPU engine's
 // sequential sums only by rounding.
@@ -34,7 +33,6 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   FB_SHARED(float, psi_prev, [kReadoutFeatures]);
   FB_SHARED(float, errors, [kMaxSensors]);
   FB_SHARED(float, motors, [kMaxMotors]);
-  FB_SHARED(float, learned, [kMaxMotors]);
   FB_SHARED(float, frame_prev, [kMaxSensors]);
   FB_SHARED(float, pulls, [kMaxMotors]);
   FB_SHARED(float, driver_score, [kMaxMotors]);
@@ -57,11 +55,8 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
     frame_prev[tid] = model::frame_value(st.psi_prev[kFrameFeaturesAt + tid]);
   }
   const float reward = in.reward;
-  const float value_prev = st.value_prev;
-  const float psi_prev_norm2 = st.psi_prev_norm2;
-  const float inv_norm2 = model::inverse_norm2(psi_prev_norm2);
+  const float inv_norm2 = model::inverse_norm2(st.psi_prev_norm2);
   const float scale_before = st.feature_scale;
-  const float critic_bias_before = st.critic_bias;
   const uint64_t cycle = st.cycle;
 
   // FieldSummary: pool entry (g, b) is thread g * 64 + b, summing the partials of the blocks of
@@ -111,58 +106,14 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   }
   const float norm2 = BlockSum<kCloseThreads>(square, scratch);  // its barriers publish psi
 
-  // Step 4: the field's pulls, and the field actor's learned part as it was.
-  for (int k = warp; k < motor_count; k += kCloseWarps) {
-    float dot = 0.0f;
-    for (int j = lane; j < kReadoutFeatures; j += kWarp)
-      if (model::readout_feature_used(j, sensor_count)) dot += st.wm[k][j] * model::actor_feature(j, psi[j]);
-    dot = WarpSum(dot);
-    if (lane == 0) {
-      const int g = model::motor_group(k), axis = model::motor_axis(k);
-      pulls[k] = model::field_pull(summary.ramp_sum[g][axis], summary.abs_sum[g], sh.voxels());
-      learned[k] = model::motor_learned(st.motor_bias[k], dot);
-    }
-  }
-  __syncthreads();
-
-  // Step 5: the critic's temporal-difference error; the actor learns from it through the traces
-  // as they were (and a bad surprise withdraws the motors sent last cycle), then the traces take
-  // this action; then the critic learns.
-  float critic_part = 0.0f;
-  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads)
-    if (model::readout_feature_used(j, sensor_count)) critic_part += st.critic[j] * psi[j];
-  const float value_now = critic_bias_before + BlockSum<kCloseThreads>(critic_part, scratch);
-  const float delta = model::td_error(reward, st.reward_slow, value_now, value_prev);
-  for (int k = 0; k < motor_count; ++k) {
-    const float xi = st.innovation[k];
-    const float withdraw = model::withdraw_step(delta, st.motor_prev[k]);
-    for (int j = tid; j < kReadoutFeatures; j += kCloseThreads) {
-      if (!model::readout_feature_used(j, sensor_count)) continue;
-      const float af = model::actor_feature(j, psi[j]);
-      if (p.learn_motors) {
-        const float w = model::wm_next(st.wm[k][j], delta, st.trace[k][j], learned[k], af);
-        st.wm[k][j] = model::wm_withdrawn(w, withdraw, model::actor_feature(j, psi_prev[j]));
-      }
-      st.trace[k][j] = model::trace_next(st.trace[k][j], xi, af);
-    }
-  }
+  // Step 4: the field's pulls (published by the driver's first barrier below).
   if (tid < motor_count) {
-    if (p.learn_motors) {
-      const float b = model::motor_bias_next(st.motor_bias[tid], delta, st.bias_trace[tid], learned[tid]);
-      st.motor_bias[tid] = model::motor_bias_withdrawn(b, model::withdraw_step(delta, st.motor_prev[tid]));
-    }
-    st.bias_trace[tid] = model::bias_trace_next(st.bias_trace[tid], st.innovation[tid]);
+    const int g = model::motor_group(tid), axis = model::motor_axis(tid);
+    pulls[tid] = model::field_pull(summary.ramp_sum[g][axis], summary.abs_sum[g], sh.voxels());
   }
-  const float step = model::critic_step(delta, psi_prev_norm2);
-  for (int j = tid; j < kReadoutFeatures; j += kCloseThreads)
-    if (model::readout_feature_used(j, sensor_count)) st.critic[j] = model::critic_next(st.critic[j], step, psi_prev[j]);
-  if (tid == 0) {
-    st.critic_bias = model::critic_next(critic_bias_before, step, 1.0f);
-    st.value_prev = value_now;
-    st.feature_scale = scale;
-  }
+  if (tid == 0) st.feature_scale = scale;
 
-  // Step 5b, the driver (gpu/model/driver.h): thread j < kDriverFeatures owns driver feature j.
+  // Step 5, the driver (gpu/model/driver.h): thread j < kDriverFeatures owns driver feature j.
   // The critic's values come from the weights as they were; critic and actor learn from this
   // reward through the traces as they were (thread 0 keeps the advantage's running square and
   // mean, and publishes the actor's and withdrawal's steps), a frustrated bad surprise withdraws

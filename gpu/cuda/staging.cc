@@ -16,8 +16,7 @@ StagingLayout::StagingLayout(int max_batch, int evolve_blocks_per_robot, int par
   pinned_bytes = AlignStaging(pinned_outputs_at + max_batch * int64_t(sizeof(BatchOutputRow)));
   ws_outputs_at = input_bytes;
   ws_errors_at = AlignStaging(ws_outputs_at + max_batch * int64_t(sizeof(BatchOutputRow)));
-  ws_explore_at = AlignStaging(ws_errors_at + int64_t(max_batch) * kMaxSensors * int64_t(sizeof(float)));
-  ws_partials_at = AlignStaging(ws_explore_at + max_batch * int64_t(sizeof(float)));
+  ws_partials_at = AlignStaging(ws_errors_at + int64_t(max_batch) * kMaxSensors * int64_t(sizeof(float)));
   workspace_bytes = AlignStaging(ws_partials_at + int64_t(max_batch) * evolve_blocks_per_robot * partial_floats *
                                                       int64_t(sizeof(float)));
 }

@@ -42,7 +42,6 @@ struct StagingLayout {
   // Device workspace.
   int64_t ws_outputs_at = 0;
   int64_t ws_errors_at = 0;    // float[max_batch][kMaxSensors]
-  int64_t ws_explore_at = 0;   // float[max_batch]
   int64_t ws_partials_at = 0;  // float[max_batch][evolve blocks per robot][partial floats]
   int64_t workspace_bytes = 0;
 

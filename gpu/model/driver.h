@@ -10,8 +10,8 @@
 //   m_k = clamp(mu_k + sigma eps_k, -1, 1),  mu_k = tanh(theta_k . d + pull_k),
 // with eps_k drawn fresh every cycle from its own philox stream and pull_k the field's pull along
 // motor k's axis (gpu/model/readout.h), so the field still steers and the driver learns around it.
-// The field readout's own learned command and its exploration stay out of the motors: added at any
-// share they drowned the driver (docs/brain.md has the tables).
+// The field readout's own actor, critic and exploration noise are retired: added to the motors at
+// any share they drowned the driver (docs/brain.md has the tables).
 //
 // Six things the textbook learner lacks, each for a failure measured without it:
 // - the actor steps on the advantage a = r + 0.2 (gamma V(d_t) - V(d_(t-1))), not on the whole TD
@@ -146,8 +146,8 @@ FB_HD float driver_bound_step(float preactivation, int n) {
   return -driver_step(kDriverActorRate, excess, n);
 }
 
-// The policy's spread, from frustration alone (gpu/model/exploration.h): the brain's whole
-// exploration x (doubt and boredom too) measured worse, since a newborn and a bandit doubt most.
+// The policy's spread, from frustration alone (gpu/model/exploration.h): spreading it by doubt and
+// boredom too measured worse, since a newborn and a bandit doubt most.
 FB_HD float driver_spread(float frustration) { return kDriverSpread + kDriverFrustrationSpread * frustration; }
 
 // The policy's mean and the score of its step: d/dtheta log N(mu + sigma eps; tanh(theta . d +

@@ -1,12 +1,11 @@
-// How much the brain explores, and with what noise (docs/brain.md, "Exploration"). Per-robot
-// scalar rules shared by both engines.
+// What moves the brain to try something else (docs/brain.md, "Exploration"): per-robot scalar
+// rules shared by both engines. The driver (gpu/model/driver.h) widens its policy's spread with
+// frustration (reward persistently below what the robot has come to expect) and withdraws what
+// it did through its bias while bored (the sensors have stopped changing); confidence (how well
+// the sensors are predicted) goes out with every motor frame.
 //
-// Exploration answers three things, whichever is strongest: low confidence (the sensors are not
-// predicted), frustration (reward persistently below what the robot has come to expect) and
-// boredom (the sensors have stopped changing). Confidence alone is not enough: a robot pinned
-// against a wall predicts its sensors perfectly. The noise is held for ~0.4 s (an
-// Ornstein-Uhlenbeck process), so exploring means trying a different action for long enough to
-// see what it does, not jittering at 50 Hz.
+// Frustration and boredom, not doubt, set the spread: a robot pinned against a wall predicts its
+// sensors perfectly, and a newborn or a bandit doubts most (docs/brain.md, issue 23).
 //
 // Time constants are in cycles and written for the nominal 50 Hz control rate.
 #pragma once
@@ -17,9 +16,6 @@
 
 namespace fieldbrain::model {
 
-inline constexpr float kExploreFloor = 0.05f;  // x when confident, content and busy
-inline constexpr float kExploreRange = 0.75f;  // x = floor + range * max(1 - c, frustration, boredom)
-inline constexpr float kNoiseKeep = 0.95f;     // z <- a z + sqrt(1 - a^2) xi: ~20 cycles
 inline constexpr float kNoveltyScale = 0.005f;  // novelty below this is boredom
 
 // c <- 0.9 c + 0.1 (1 - min(1, 1.5 err)).
@@ -57,12 +53,5 @@ FB_HD float boredom(float novelty, float novelty_slow) {
   const float absolute = 1.0f - novelty * (1.0f / kNoveltyScale);
   return clampf(fmaxf(relative, absolute), 0.0f, 1.0f);
 }
-
-FB_HD float exploration(float confidence, float frustration, float boredom) {
-  return kExploreFloor + kExploreRange * fmaxf(1.0f - confidence, fmaxf(frustration, boredom));
-}
-
-// One Ornstein-Uhlenbeck step of unit stationary variance driven by the normal draw xi.
-FB_HD float noise_next(float z, float xi) { return kNoiseKeep * z + 0.31224990f * xi; }  // sqrt(1 - 0.95^2)
 
 }  // namespace fieldbrain::model

@@ -35,7 +35,6 @@ FB_HD float uniform_open0(uint32_t bits) { return (float(bits >> 8) + 1.0f) * (1
 
 // Separate streams of one seed, so no two uses of a robot's randomness ever overlap.
 enum class Domain : uint32_t {
-  kMotorNoise = 0x6D6F746Fu,
   kField = 0x6669656Cu,
   kMixing = 0x6D697869u,
   kHrrVector = 0x68727276u,  // HRR vectors made from a seed (gpu/hrr/hrr_math.h)

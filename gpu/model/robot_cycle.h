@@ -8,14 +8,13 @@
 
 #include "gpu/model/exploration.h"
 #include "gpu/model/hd.h"
-#include "gpu/model/philox.h"
 #include "gpu/model/robot_state.h"
 
 namespace fieldbrain::model {
 
 // e = s - p into `errors` (sensor_count values), err = mean |e|, the confidence, the reward
-// means and the novelty; then this cycle's exploration x and noise z. Returns x.
-FB_HD float open_cycle(const RobotParams& params, RobotState& state, const float* sensors, float reward,
+// means and the novelty.
+FB_HD void open_cycle(const RobotParams& params, RobotState& state, const float* sensors, float reward,
                        float* errors) {
   const int n = params.sensor_count;
   const bool first = state.cycle == 0;
@@ -34,14 +33,6 @@ FB_HD float open_cycle(const RobotParams& params, RobotState& state, const float
   state.reward_slow = reward_slow_next(state.reward_slow, reward);
   state.novelty = novelty_next(state.novelty, sum_change / float(n));
   state.novelty_slow = novelty_slow_next(state.novelty_slow, state.novelty);
-  const float f = frustration(state.reward_fast, state.reward_slow, state.reward_spread);
-  const float b = boredom(state.novelty, state.novelty_slow);
-  state.explore = exploration(state.confidence, f, b);
-  for (int k = 0; k < params.motor_count; ++k) {
-    state.innovation[k] = normal_draw(params.seed, Domain::kMotorNoise, state.cycle, uint32_t(k));
-    state.noise[k] = noise_next(state.noise[k], state.innovation[k]);
-  }
-  return state.explore;
 }
 
 }  // namespace fieldbrain::model

@@ -17,9 +17,9 @@ inline constexpr int kKeyBins = kKeyDim / 2 + 1;
 inline constexpr int kMemoryEntries = 32;
 inline constexpr int kRecallTop = 3;
 
-// What the readouts (actor, critic, predictor) see: psi = [phi_t | g s_t | g s_(t-1)], the field's
-// P features, then the sensor frame and the frame before it (gpu/model/readout.h). The two frame
-// parts have room for kMaxSensors each; entries past sensor_count stay 0.
+// What the predictor sees: psi = [phi_t | g s_t | g s_(t-1)], the field's P features, then the
+// sensor frame and the frame before it (gpu/model/readout.h). The two frame parts have room for
+// kMaxSensors each; entries past sensor_count stay 0.
 inline constexpr int kFrameFeaturesAt = kFeatures;
 inline constexpr int kContextFeaturesAt = kFeatures + kMaxSensors;
 inline constexpr int kReadoutFeatures = kFeatures + 2 * kMaxSensors;
@@ -29,7 +29,7 @@ struct RobotParams {
   uint64_t seed = 0;
   int32_t sensor_count = 0;
   int32_t motor_count = 0;
-  int32_t learn_motors = 1;  // 0 freezes Wm (a control for the bandit test)
+  int32_t learn_motors = 1;  // 0 freezes the driver's actor (a control for the bandit test)
   int32_t site[kMaxSensors][3] = {};  // sensor i imprints around voxel site[i]
   // Unit-norm mixing vector of sensor i over the content channels (first content() entries).
   float mix[kMaxSensors][kMaxContentChannels] = {};
@@ -46,29 +46,17 @@ struct RobotState {
   float psi_prev_norm2 = 0.0f;   // |psi_(t-1)|^2, 0 before the first cycle
   float last_error = 0.0f;       // err of the latest cycle
   int32_t pattern_active = 0;    // 1 once memory recall has written a non-zero pattern
-  // Exploration: what drives it besides low confidence.
+  // What the driver's exploration and withdrawal read (gpu/model/exploration.h).
   float reward_fast = 0.0f;      // reward over the last ~0.2 s
   float reward_slow = 0.0f;      // reward over the last ~10 s: what the robot has come to expect
   float reward_spread = 0.0f;    // mean |r - reward_slow| over the last ~10 s
   float novelty = 0.0f;          // how far the sensors are from their recent mean
   float novelty_slow = 0.0f;     // the novelty over the last ~40 s: what the robot is used to
-  float explore = 0.0f;          // exploration x of the latest cycle
   float sensor_mean[kMaxSensors] = {};      // the sensors over the last ~0.5 s
-  float noise[kMaxMotors] = {};             // z, the exploration noise (unit variance, ~0.4 s memory)
-  float innovation[kMaxMotors] = {};        // xi, this cycle's fresh draw in z
   // Features: the slow scale that divides them (0 before the first cycle).
   float feature_scale = 0.0f;
   float psi_prev[kReadoutFeatures] = {};    // psi_(t-1)
-  // The critic: V(psi) = critic_bias + critic . psi, the reward expected in a context.
-  float critic_bias = 0.0f;
-  float value_prev = 0.0f;                  // V(psi_(t-1)), judged by this frame's reward
-  float critic[kReadoutFeatures] = {};
-  // The actor: motor k = tanh(pull_k + bias_k + Wm_k . a(psi) / sqrt(P) + x z_k).
-  float motor_bias[kMaxMotors] = {};
-  float bias_trace[kMaxMotors] = {};        // eligibility trace of the bias
   float motor_prev[kMaxMotors] = {};        // the motors sent last cycle, judged by this reward
-  float trace[kMaxMotors][kReadoutFeatures] = {};  // eligibility trace of Wm
-  float wm[kMaxMotors][kReadoutFeatures] = {};     // motor readout Wm
   float prediction[kMaxSensors] = {};       // p, the prediction of the next sensor frame
   float wp[kMaxSensors][kReadoutFeatures] = {};    // prediction readout Wp
   // The driver (gpu/model/driver.h): its advantage's running square (about the mean) and mean,

@@ -141,9 +141,10 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   r(version);
   if (!r.ok()) return absl::DataLossError("truncated in the header");
   if (version < kOldestCheckpointVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "format version ", version, " predates the brain's driver (version ", kCheckpointVersion,
-        " holds its state); this daemon reads version ", kCheckpointVersion, " only: the robot starts a new brain"));
+    const absl::string_view why = version < 3 ? "predates the brain's driver"
+                                              : "holds the field readout's retired actor and critic";
+    return absl::FailedPreconditionError(absl::StrCat("format version ", version, " ", why, "; this daemon reads version ",
+                                                      kCheckpointVersion, " only: the robot starts a new brain"));
   }
   if (version > kCheckpointVersion) {
     return absl::FailedPreconditionError(

@@ -1,5 +1,6 @@
-// The checkpoint file of one robot's brain, version 3 (docs/checkpoint-format.md; files of
-// versions 1 and 2, which hold no driver, are refused with that reason): written field by field,
+// The checkpoint file of one robot's brain, version 4 (docs/checkpoint-format.md; files of
+// versions 1-3, with no driver or with the field readout's retired state, are refused with that
+// reason): written field by field,
 // little-endian, never as a dump of in-memory structs, so that a build with another struct layout
 // or compiler reads the same bytes. Encode and Decode walk the same field list
 // (checkpoint_fields.h), so the two cannot disagree about the order.
@@ -20,10 +21,11 @@
 
 namespace fieldbrain::server {
 
-inline constexpr uint32_t kCheckpointVersion = 3;
-// Version 3 added the driver's state (gpu/model/driver.h); older brains cannot be resumed
-// faithfully without it, so they are refused rather than resumed with an untrained driver.
-inline constexpr uint32_t kOldestCheckpointVersion = 3;
+inline constexpr uint32_t kCheckpointVersion = 4;
+// Version 3 added the driver's state (gpu/model/driver.h); version 4 dropped the field readout's
+// actor and critic and the field's exploration noise, which nothing had read since the driver
+// took the motors. Older files are refused with the reason (docs/checkpoint-format.md).
+inline constexpr uint32_t kOldestCheckpointVersion = 4;
 inline constexpr char kCheckpointMagic[8] = {'F', 'B', 'C', 'H', 'K', 'P', 'T', '\n'};
 inline constexpr size_t kMaxCheckpointRobotIdBytes = 128;
 

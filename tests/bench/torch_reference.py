@@ -9,19 +9,18 @@ gpu/cpu/robot_steps.cc (the reference engine), for the same field shapes (defaul
 batch sizes (1, 8, 64, 256, 1024). fp32 throughout (TF32 off), every tensor of every robot resident
 on the device, no host synchronisation inside a cycle. Per robot, after the field pass, it is the
 brain of docs/brain.md (issue 9's third and fourth sessions): open_cycle's error, confidence,
-reward means, novelty, frustration, boredom, exploration x and Ornstein-Uhlenbeck noise z
-(gpu/model/robot_cycle.h, exploration.h); the features phi over their slow scale and the readout
-features psi = [phi_t | 4 s_t | 4 s_(t-1)]; the motors tanh(pull + bias + Wm a(psi) / 16 + x z)
-with the actor's frame features at gain 2; the critic's TD error, the actor's trace rule with
-the drive penalty, withdrawal on bad surprises, the traces, the critic's normalised LMS; the
-driver of issue 23 (gpu/model/driver.h: a TD(lambda) actor-critic on [s | s^2 | 1] whose
-Gaussian step, widened by frustration, makes the motors sent); the predictor's normalised LMS and
-p = tanh(Wp psi) (gpu/model/readout.h, cpu::CloseCycle).
+reward means and novelty, frustration and boredom (gpu/model/robot_cycle.h, exploration.h); the
+features phi over their slow scale and the readout features psi = [phi_t | 4 s_t | 4 s_(t-1)];
+the field's pulls; the driver of issue 23 (gpu/model/driver.h: a TD(lambda) actor-critic on
+[s | s^2 | 1] whose Gaussian step around tanh(Wd d + pull), widened by frustration, makes the
+motors sent); the predictor's normalised LMS and p = tanh(Wp psi) (gpu/model/readout.h,
+cpu::CloseCycle). The field readout's own actor and critic and the exploration x and noise z are
+not here: nothing read them once the driver sent the motors, and the engines no longer compute them.
 
 What differs from the engines, on purpose:
-- Random draws: the start field, the sensor mixing vectors, the exploration noise's draws xi and
-  the driver's steps eps come from torch's generators, not from Philox keyed by the robot seed, so the numbers differ
-  from the engines'; only timing is compared with them.
+- Random draws: the start field, the sensor mixing vectors, the driver's start weights and its
+  steps eps come from torch's generators, not from Philox keyed by the robot seed, so the numbers
+  differ from the engines'; only timing is compared with them.
 - tanh, sigmoid and exp are torch's, not gpu/model/fastmath.h's polynomials (both within ~3e-7).
 - psi has P + 2N entries (280 here), not the engines' P + 2 x 64 (kMaxSensors) with the entries
   past sensor_count at 0: those stay 0 and so do their weights (readout.h), so the values are the
@@ -42,7 +41,7 @@ What differs from the engines, on purpose:
   includes its host-to-device and device-to-host copies and a synchronisation, so ratios against
   it lean in torch's favour too.
 
-Timing: per cycle, a pair of CUDA events around the cycle (the noise draw included), no
+Timing: per cycle, a pair of CUDA events around the cycle (the driver's draw included), no
 synchronisation between cycles; the median over --cycles cycles after --warmup cycles. torch.compile
 runs with dynamic=False and fullgraph=True, one compilation per (field, batch size) after
 torch._dynamo.reset(), in each of the modes asked for (--modes):
@@ -58,8 +57,8 @@ graph cannot be captured); the summary compares the engine with the fastest torc
 Checks (the exit status is 1 when one fails):
 - every timed configuration runs on to --check-cycles cycles (random and extreme inputs), then
   its field must be finite, content and memory within [-1.5, 1.5], dynamics within [-5, 5], the
-  outputs finite and in range, and the per-robot state finite and within its clamps (Wm and the
-  motor bias +-10, the critic +-100, x in [0.05, 0.8], reward and sensor means in [-1, 1], ...);
+  outputs finite and in range, and the per-robot state finite and within its clamps (the motors
+  sent in [-1, 1], reward and sensor means in [-1, 1], ...);
 - for torch.compile, one cycle from the same state and inputs must match eager within 1e-4
   (relative to 1 + |value|);
 - parity: the vectorised cycle against a loop-by-loop scalar transcription of the CPU engine
@@ -98,7 +97,6 @@ SENSORY_GAIN = 0.05  # 0.05 S
 CONTENT_GROUPS = 4
 POOL_CELLS = 4  # phi pools each group to 4 x 4 x 4
 FEATURES = CONTENT_GROUPS * POOL_CELLS ** 3  # P = 256
-INV_SQRT_FEATURES = 1.0 / math.sqrt(FEATURES)  # kInvSqrtFeatures = 1/16
 QUIET = 0.1  # |F| below this counts towards sparsity
 DYNAMICS_STRENGTH = 0.3
 PULL_EPSILON = 1e-3  # t_k's denominator adds 1e-3 V
@@ -107,17 +105,7 @@ NORM2_FLOOR = 1e-6  # the LMS step is skipped while |psi_(t-1)|^2 is below this
 # engines' P + 2 kMaxSensors layout without the entries past sensor_count (always 0, weights 0).
 FEATURE_SCALE_FLOOR = 1e-3  # phi divides by max(scale, 1e-3); scale <- 0.99 scale + 0.01 std_now
 FRAME_GAIN = 4.0  # kFrameGain: the frame parts of psi are 4 s
-ACTOR_FRAME_GAIN = 2.0  # kActorFrameGain: a(psi) doubles the frame parts
-WM_BOUND = 10.0  # kWmBound: Wm and the motor bias stay within +-10
-DISCOUNT = 0.99  # kDiscount
-DELTA_BOUND = 2.0  # kDeltaBound: the TD error is clamped to +-2
-ACTOR_RATE = 0.01  # kActorRate
-DRIVE_PENALTY = 0.05  # kDrivePenalty
-TRACE_KEEP = 0.8  # kTraceKeep
-WITHDRAW_GAIN = 2.0  # kWithdrawGain
-CRITIC_RATE = 0.1  # kCriticRate
-CRITIC_BOUND = 100.0  # kCriticBound: critic weights and bias stay within +-100
-# The driver (driver.h): a linear actor-critic on d = [s | s^2 | 1] beside the field readout.
+# The driver (driver.h): a linear actor-critic on d = [s | s^2 | 1] that sends the motors.
 DRIVER_CRITIC_RATE = 0.03  # kDriverCriticRate (per feature: over the 2N + 1 features)
 DRIVER_ACTOR_RATE = 0.3  # kDriverActorRate
 DRIVER_DISCOUNT = 0.98  # kDriverDiscount
@@ -133,11 +121,7 @@ DRIVER_INITIAL_WEIGHT = 0.05  # kDriverInitialWeight
 DRIVER_PREACTIVATION_BOUND = 2.0  # kDriverPreactivationBound
 DRIVER_DELTA_BOUND = 10.0  # kDriverDeltaBound
 DRIVER_WEIGHT_BOUND = 50.0  # kDriverWeightBound
-# Exploration (exploration.h).
-EXPLORE_FLOOR = 0.05  # kExploreFloor
-EXPLORE_RANGE = 0.75  # kExploreRange: x in [0.05, 0.8]
-NOISE_KEEP = 0.95  # kNoiseKeep: z <- 0.95 z + sqrt(1 - 0.95^2) xi
-NOISE_DRIVE = 0.31224990  # sqrt(1 - 0.95^2), written as exploration.h writes it
+# Frustration and boredom (exploration.h), which the driver reads.
 NOVELTY_SCALE = 0.005  # kNoveltyScale
 SPREAD_FLOOR = 0.01  # kSpreadFloor
 
@@ -233,12 +217,9 @@ def readout_features(n_sensors):
 
 
 def make_constants(shape, batch, n_sensors, n_motors, device, gen):
-    """What is fixed for the robots' lives: mixing vectors, imprint weights, ramps, motor axes, the
-    actor's feature gains."""
+    """What is fixed for the robots' lives: mixing vectors, imprint weights, ramps, motor axes."""
     mix = torch.randn(batch, n_sensors, shape.content, device=device, generator=gen)
     mix = mix / mix.norm(dim=2, keepdim=True)  # unit norm over the content channels
-    actor_gain = torch.ones(readout_features(n_sensors), device=device)
-    actor_gain[FEATURES:] = ACTOR_FRAME_GAIN  # readout.h actor_feature: both frame parts at gain 2
     return {
         "mix": mix,
         "imprint": imprint_kernel(shape, n_sensors, device),
@@ -247,7 +228,6 @@ def make_constants(shape, batch, n_sensors, n_motors, device, gen):
         "ramp_z": torch.linspace(-1.0, 1.0, shape.nz, device=device),
         "motor_group": torch.arange(n_motors, device=device) % CONTENT_GROUPS,  # g = k mod 4
         "motor_axis": torch.arange(n_motors, device=device) % 3,  # a = k mod 3
-        "actor_gain": actor_gain,  # (R,): a(psi) = psi * actor_gain
         "learn": torch.ones(batch, 1, 1, dtype=torch.bool, device=device),  # RobotParams.learn_motors
     }
 
@@ -270,26 +250,17 @@ def init_state(shape, batch, n_sensors, n_motors, device, gen):
         "cycle": torch.zeros(batch, dtype=torch.int64, device=device),
         "confidence": torch.full((batch,), 0.5, device=device),
         "psi_prev_norm2": zeros(batch),  # |psi_(t-1)|^2
-        # Exploration: reward means and spread, novelty, x, the sensors' recent means, the noise z.
+        # Reward means and spread, novelty, the sensors' recent means (frustration and boredom).
         "reward_fast": zeros(batch),
         "reward_slow": zeros(batch),
         "reward_spread": zeros(batch),
         "novelty": zeros(batch),
         "novelty_slow": zeros(batch),
-        "explore": zeros(batch),
         "sensor_mean": zeros(batch, n_sensors),
-        "noise": zeros(batch, n_motors),
-        # Features and readouts.
+        # Features, the motors sent last cycle and the predictor.
         "feature_scale": zeros(batch),  # 0 before the first cycle
         "psi_prev": zeros(batch, r),
-        "critic_bias": zeros(batch),
-        "value_prev": zeros(batch),  # V(psi_(t-1))
-        "critic": zeros(batch, r),
-        "motor_bias": zeros(batch, n_motors),
-        "bias_trace": zeros(batch, n_motors),
-        "motor_prev": zeros(batch, n_motors),  # m_(t-1)
-        "trace": zeros(batch, n_motors, r),
-        "wm": zeros(batch, n_motors, r),
+        "motor_prev": zeros(batch, n_motors),  # m_(t-1): the driver's withdrawal moves along it
         "prediction": zeros(batch, n_sensors),
         "wp": zeros(batch, n_sensors, r),
         # The driver: its advantage's running square and mean, critic, actor (a newborn's small
@@ -305,10 +276,10 @@ def init_state(shape, batch, n_sensors, n_motors, device, gen):
 
 
 def make_cycle(shape):
-    """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), draws (B, 2K)) ->
-    (new state, outputs), where draws[:, :K] is xi, the cycle's standard normal draw per motor
-    for the field readout's noise, and draws[:, K:] the driver's exploration step eps (the engines'
-    state.innovation). Pure: it returns new tensors and changes none it was given."""
+    """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), draws (B, K)) ->
+    (new state, outputs), where draws is eps, the cycle's standard normal draw per motor for the
+    driver's exploration step (the engines' Domain::kDriverNoise draw). Pure: it returns new
+    tensors and changes none it was given."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
     cm = cc + mm
@@ -334,11 +305,10 @@ def make_cycle(shape):
     def cycle(st, cs, sensors, reward, draws):
         f = st["field"]
         b = f.shape[0]
-        k_motors = draws.shape[1] // 2
-        xi, eps = draws[:, :k_motors], draws[:, k_motors:]
+        eps = draws  # (B, K): the driver's step
 
-        # 1. model::open_cycle (gpu/model/robot_cycle.h): error, confidence, the reward means, the
-        # novelty, the exploration x and the noise z (xi is this cycle's draw, the innovation).
+        # 1. model::open_cycle (gpu/model/robot_cycle.h): error, confidence, the reward means and
+        # the novelty; then the frustration and boredom the driver reads (exploration.h).
         e = sensors - st["prediction"]
         err = e.abs().mean(1)
         recent = torch.where((st["cycle"] == 0).unsqueeze(1), sensors, st["sensor_mean"])
@@ -353,8 +323,6 @@ def make_cycle(shape):
         frustration = torch.clamp((reward_slow - reward_fast) / (reward_spread + SPREAD_FLOOR), 0.0, 1.0)
         boredom = torch.clamp(torch.maximum(1.0 - novelty / (novelty_slow + 1e-6),
                                             1.0 - novelty * (1.0 / NOVELTY_SCALE)), 0.0, 1.0)
-        explore = EXPLORE_FLOOR + EXPLORE_RANGE * torch.maximum(1.0 - conf, torch.maximum(frustration, boredom))
-        noise = NOISE_KEEP * st["noise"] + NOISE_DRIVE * xi
 
         # Cross-channel terms, all from F_t (docs/decisions.md).
         content = f[:, :cc]
@@ -404,7 +372,7 @@ def make_cycle(shape):
 
         # 4. Features (readout.h compute_features): A_g of F_t+1 pooled to 4x4x4, less their mean,
         # over the slow scale; then psi = [phi_t | 4 s_t | 4 s_(t-1)] (s_(t-1)'s entries are last
-        # cycle's frame part of psi) and the actor's a(psi) of this cycle and of the last.
+        # cycle's frame part of psi).
         n = sensors.shape[1]
         a = c_next.reshape(b, CONTENT_GROUPS, gs, X, Y, Z).mean(2)
         raw = tnf.avg_pool3d(a, kernel_size=pool).reshape(b, FEATURES)
@@ -415,11 +383,8 @@ def make_cycle(shape):
         psi_prev = st["psi_prev"]
         psi = torch.cat([phi, FRAME_GAIN * sensors, psi_prev[:, FEATURES:FEATURES + n]], 1)  # (B, R)
         norm2 = (psi * psi).sum(1)
-        actor = psi * cs["actor_gain"]
-        actor_prev = psi_prev * cs["actor_gain"]
 
-        # The pull of group k mod 4 along axis k mod 3 (the driver's), and the field actor's
-        # learned part u = bias + Wm . a(psi) / 16 as it was.
+        # The pull of group k mod 4 along axis k mod 3 (the driver's).
         abs_sum = a.abs().sum((2, 3, 4))
         ramp_sums = torch.stack([
             (a.sum((3, 4)) * cs["ramp_x"]).sum(2),
@@ -428,34 +393,9 @@ def make_cycle(shape):
         ], 2)  # (B, 4, 3)
         pulls = 2.0 * ramp_sums / (abs_sum.unsqueeze(2) + PULL_EPSILON * shape.voxels)
         pull = pulls[:, cs["motor_group"], cs["motor_axis"]]  # (B, K)
-        wm = st["wm"]
-        learned = st["motor_bias"] + torch.matmul(wm, actor.unsqueeze(2)).squeeze(2) * INV_SQRT_FEATURES
-
-        # 5. The reward judges the previous action through the critic's TD error and the traces
-        # as they were; a bad surprise withdraws the motors sent last cycle (in last cycle's
-        # context); then the traces take this cycle's draw xi, and the critic learns.
-        value_now = st["critic_bias"] + (st["critic"] * psi).sum(1)
-        delta = torch.clamp(reward - reward_slow + DISCOUNT * value_now - st["value_prev"], -DELTA_BOUND, DELTA_BOUND)
-        withdraw = (ACTOR_RATE * WITHDRAW_GAIN * torch.clamp(delta, max=0.0)).unsqueeze(1) * st["motor_prev"]
         learn = cs["learn"]  # (B, 1, 1)
-        wm_learnt = torch.clamp(wm + ACTOR_RATE * (delta[:, None, None] * st["trace"] - DRIVE_PENALTY
-                                                   * learned.unsqueeze(2) * actor.unsqueeze(1) * INV_SQRT_FEATURES),
-                                -WM_BOUND, WM_BOUND)
-        wm_learnt = torch.clamp(wm_learnt + withdraw.unsqueeze(2) * actor_prev.unsqueeze(1) * INV_SQRT_FEATURES,
-                                -WM_BOUND, WM_BOUND)
-        wm_next = torch.where(learn, wm_learnt, wm)
-        bias = st["motor_bias"]
-        bias_learnt = torch.clamp(bias + ACTOR_RATE * (delta.unsqueeze(1) * st["bias_trace"] - DRIVE_PENALTY * learned),
-                                  -WM_BOUND, WM_BOUND)
-        bias_learnt = torch.clamp(bias_learnt + withdraw, -WM_BOUND, WM_BOUND)
-        motor_bias = torch.where(learn[:, :, 0], bias_learnt, bias)
-        trace = TRACE_KEEP * st["trace"] + xi.unsqueeze(2) * actor.unsqueeze(1) * INV_SQRT_FEATURES
-        bias_trace = TRACE_KEEP * st["bias_trace"] + xi
-        step = CRITIC_RATE * delta / (1.0 + st["psi_prev_norm2"])
-        critic_bias = torch.clamp(st["critic_bias"] + step, -CRITIC_BOUND, CRITIC_BOUND)
-        critic = torch.clamp(st["critic"] + step.unsqueeze(1) * psi_prev, -CRITIC_BOUND, CRITIC_BOUND)
 
-        # 5b. The driver (driver.h): its critic and actor learn from this reward through the traces
+        # 5. The driver (driver.h): its critic and actor learn from this reward through the traces
         # as they were (not on the first cycle), the actor on the advantage over its
         # running mean, scaled by its running RMS; a frustrated bad surprise withdraws last cycle's
         # motors along the centred frame; then it acts on this frame with the pulls, its spread
@@ -525,19 +465,10 @@ def make_cycle(shape):
             "reward_spread": reward_spread,
             "novelty": novelty,
             "novelty_slow": novelty_slow,
-            "explore": explore,
             "sensor_mean": sensor_mean,
-            "noise": noise,
             "feature_scale": scale,
             "psi_prev": psi,
-            "critic_bias": critic_bias,
-            "value_prev": value_now,
-            "critic": critic,
-            "motor_bias": motor_bias,
-            "bias_trace": bias_trace,
             "motor_prev": motors,
-            "trace": trace,
-            "wm": wm_next,
             "prediction": prediction,
             "wp": wp,
             "driver_advantage_square": driver_advantage_square,
@@ -571,19 +502,19 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     gpu/cpu/robot_steps.cc (OpenCycle, CloseCycle), in Python floats. `field` is a flat list in
     F[c][x][y][z] order; `st` a dict of numbers and lists (as init_state's, one robot, less the
     field); `params` has "sites" (N x 3), "mix" (N x content) and, optionally, "learn_motors"
-    (default on); `draws` is the cycle's normal draws: xi per motor, then the driver's eps per motor.
+    (default on); `draws` is the cycle's normal draws: the driver's eps, one per motor.
     Returns (new field, new state, outputs)."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
     cm, C = cc + mm, shape.channels
     YZ, XYZ = Y * Z, X * Y * Z
     n = len(sensors)
-    k_motors = len(draws) // 2
-    xi, eps = draws[:k_motors], draws[k_motors:]
+    k_motors = len(draws)
+    eps = draws
     sites, mix = params["sites"], params["mix"]
     per_r = cc // q
 
-    # 1. OpenCycle (model::open_cycle).
+    # 1. OpenCycle (model::open_cycle), and the frustration and boredom the driver reads.
     first = st["cycle"] == 0
     errors, sensor_mean = [], []
     sum_abs = sum_change = 0.0
@@ -602,8 +533,6 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     novelty_slow = 0.9995 * st["novelty_slow"] + 0.0005 * novelty
     frustration = min(max((reward_slow - reward_fast) / (reward_spread + SPREAD_FLOOR), 0.0), 1.0)
     boredom = min(max(max(1.0 - novelty / (novelty_slow + 1e-6), 1.0 - novelty * (1.0 / NOVELTY_SCALE)), 0.0), 1.0)
-    explore = EXPLORE_FLOOR + EXPLORE_RANGE * max(1.0 - conf, max(frustration, boredom))
-    noise = [NOISE_KEEP * st["noise"][k] + NOISE_DRIVE * xi[k] for k in range(k_motors)]
 
     # 2-3. EvolveSlab, voxel by voxel.
     out = [0.0] * len(field)
@@ -684,7 +613,7 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
                     ramp_sum[g][1] += ramp(y, Y) * a
                     ramp_sum[g][2] += ramp(z, Z) * a
 
-    # CloseCycle: psi, motors, the actor's and the critic's learning, prediction. psi here is the
+    # CloseCycle: psi, the pulls, the driver and its motors, prediction. psi here is the
     # compact [phi_t | 4 s_t | 4 s_(t-1)] of readout_features(n) entries (the engines' entries
     # past sensor_count are 0 with weights that stay 0).
     raw = [pool[g][blk] * blocks / shape.voxels for g in range(CONTENT_GROUPS) for blk in range(blocks)]
@@ -697,46 +626,15 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     psi += [FRAME_GAIN * sensors[i] for i in range(n)]
     psi += [st["psi_prev"][FEATURES + i] for i in range(n)]
     n_psi = len(psi)
-
-    def actor_feature(j, v):
-        return ACTOR_FRAME_GAIN * v if j >= FEATURES else v
-
     norm2 = sum(v * v for v in psi)
-    actor = [actor_feature(j, psi[j]) for j in range(n_psi)]
-    actor_prev = [actor_feature(j, st["psi_prev"][j]) for j in range(n_psi)]
 
-    # Step 4: the pulls, and the field actor's learned part as it was.
-    pulls, learned = [], []
+    # Step 4: the pulls (the driver's).
+    pulls = []
     for k in range(k_motors):
         g, axis = k % CONTENT_GROUPS, k % 3
         pulls.append(2.0 * ramp_sum[g][axis] / (abs_sum[g] + PULL_EPSILON * shape.voxels))
-        dot = sum(st["wm"][k][j] * actor[j] for j in range(n_psi))
-        learned.append(st["motor_bias"][k] + dot * INV_SQRT_FEATURES)
 
-    # Step 5: the TD error judges the previous action through the traces as they were; a bad
-    # surprise withdraws the motors sent last cycle; then the traces; then the critic.
-    value_now = st["critic_bias"] + sum(st["critic"][j] * psi[j] for j in range(n_psi))
-    delta = _clamp(reward - reward_slow + DISCOUNT * value_now - st["value_prev"], DELTA_BOUND)
-    wm = [list(row) for row in st["wm"]]
-    trace = [list(row) for row in st["trace"]]
-    motor_bias, bias_trace = list(st["motor_bias"]), list(st["bias_trace"])
-    for k in range(k_motors):
-        if params.get("learn_motors", True):
-            withdraw = ACTOR_RATE * WITHDRAW_GAIN * delta * st["motor_prev"][k] if delta < 0.0 else 0.0
-            for j in range(n_psi):
-                w = _clamp(wm[k][j] + ACTOR_RATE * (delta * trace[k][j] - DRIVE_PENALTY * learned[k] * actor[j]
-                                                   * INV_SQRT_FEATURES), WM_BOUND)
-                wm[k][j] = _clamp(w + withdraw * actor_prev[j] * INV_SQRT_FEATURES, WM_BOUND)
-            b = _clamp(motor_bias[k] + ACTOR_RATE * (delta * bias_trace[k] - DRIVE_PENALTY * learned[k]), WM_BOUND)
-            motor_bias[k] = _clamp(b + withdraw, WM_BOUND)
-        for j in range(n_psi):
-            trace[k][j] = TRACE_KEEP * trace[k][j] + xi[k] * actor[j] * INV_SQRT_FEATURES
-        bias_trace[k] = TRACE_KEEP * bias_trace[k] + xi[k]
-    step = CRITIC_RATE * delta / (1.0 + st["psi_prev_norm2"])
-    critic_bias = _clamp(st["critic_bias"] + step * 1.0, CRITIC_BOUND)
-    critic = [_clamp(st["critic"][j] + step * st["psi_prev"][j], CRITIC_BOUND) for j in range(n_psi)]
-
-    # Step 5b: the driver (DriverStep).
+    # Step 5: the driver (DriverStep).
     s_prev = [st["psi_prev"][FEATURES + i] / FRAME_GAIN for i in range(n)]
     d = list(sensors) + [v * v for v in sensors] + [1.0]
     d_prev = s_prev + [v * v for v in s_prev] + [1.0]
@@ -789,10 +687,8 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     new_state = {
         "cycle": st["cycle"] + 1, "confidence": conf, "psi_prev_norm2": norm2,
         "reward_fast": reward_fast, "reward_slow": reward_slow, "reward_spread": reward_spread,
-        "novelty": novelty, "novelty_slow": novelty_slow, "explore": explore, "sensor_mean": sensor_mean,
-        "noise": noise, "feature_scale": scale, "psi_prev": psi, "critic_bias": critic_bias,
-        "value_prev": value_now, "critic": critic, "motor_bias": motor_bias, "bias_trace": bias_trace,
-        "motor_prev": motors, "trace": trace, "wm": wm, "prediction": prediction, "wp": wp,
+        "novelty": novelty, "novelty_slow": novelty_slow, "sensor_mean": sensor_mean,
+        "feature_scale": scale, "psi_prev": psi, "motor_prev": motors, "prediction": prediction, "wp": wp,
         "driver_advantage_square": error_square, "driver_advantage_mean": error_mean,
         "driver_critic": driver_critic, "driver_critic_trace": driver_critic_trace, "driver_actor": driver_actor,
         "driver_actor_trace": driver_actor_trace,
@@ -841,7 +737,7 @@ def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=Non
         sensors, reward = ring.frame(i)
         if timer is not None:
             timer.start()
-        draws = torch.randn(batch, 2 * n_motors, device=device, generator=gen)
+        draws = torch.randn(batch, n_motors, device=device, generator=gen)  # the driver's eps
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
         state, out = step(state, consts, sensors, reward, draws)
@@ -912,21 +808,17 @@ def bounds_problems(state, out, shape):
             problems.append(f"state {name} has non-finite values")
 
     def outside(name, low, high):
-        """Flags state[name] outside [low, high], give or take float32 rounding (0.05 + 0.75 in
-        float32 is 0.80000001)."""
+        """Flags state[name] outside [low, high], give or take float32 rounding."""
         t = state[name]
         slack = 1e-5 * (1.0 + max(abs(v) for v in (low, high) if math.isfinite(v)))
         if bool(torch.isfinite(t).all()) and (float(t.min()) < low - slack or float(t.max()) > high + slack):
             problems.append(f"state {name} reaches [{float(t.min()):.4g}, {float(t.max()):.4g}], "
                             f"outside [{low}, {high}]")
 
-    outside("wm", -WM_BOUND, WM_BOUND)
-    outside("motor_bias", -WM_BOUND, WM_BOUND)
-    outside("critic", -CRITIC_BOUND, CRITIC_BOUND)
-    outside("critic_bias", -CRITIC_BOUND, CRITIC_BOUND)
     outside("motor_prev", -1.0, 1.0)
-    outside("explore", EXPLORE_FLOOR, EXPLORE_FLOOR + EXPLORE_RANGE)
     outside("confidence", 0.0, 1.0)
+    for name in ("driver_critic", "driver_actor"):
+        outside(name, -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
     # Means of rewards and sensors in [-1, 1] stay in [-1, 1]; mean distances between two such
     # values (the reward spread, the novelties) in [0, 2].
     for name in ("reward_fast", "reward_slow", "sensor_mean"):
@@ -971,9 +863,8 @@ def check_parity(device, robots, cycles, log):
     summation order and torch's tanh/sigmoid (a few 1e-7 per step), through contractive maps; phi
     divides by the feature scale (the pooled std, ~1e-2), which scales such differences up by ~1e2
     at most. A wrong index, neighbour, channel or term of the field pass, the features or the
-    motors moves values by >= 1e-3. Some of the learning rules' terms start too small for this
-    tolerance in a few cycles (the drive penalty while u ~ 0, the slow reward mean's own step in
-    delta, boredom while random inputs keep the novelty high): those are checked by reading."""
+    motors moves values by >= 1e-3. Some terms stay too small for this tolerance in a few cycles
+    (boredom while random inputs keep the novelty high): those are checked by reading."""
     shape = SHAPES["small"]
     gen = torch.Generator(device=device).manual_seed(SEED + 1)
     consts = make_constants(shape, robots, SENSORS, MOTORS, device, gen)
@@ -987,7 +878,7 @@ def check_parity(device, robots, cycles, log):
     worst = 0.0
     for t in range(cycles):
         sensors, reward = ring.frame(t)
-        draws = torch.randn(robots, 2 * MOTORS, device=device, generator=gen)
+        draws = torch.randn(robots, MOTORS, device=device, generator=gen)
         state, out = step(state, consts, sensors, reward, draws)
         for b in range(robots):
             fields[b], scalar[b], s_out = scalar_cycle(shape, fields[b], scalar[b], params[b], sensors[b].tolist(),
@@ -1062,7 +953,7 @@ def measure(shape, batch, mode, args, device, deadline):
     row["checked_cycles"] = done
     if compiled:
         sensors, reward = ring.frame(done)
-        draws = torch.randn(batch, 2 * MOTORS, device=device, generator=gen)
+        draws = torch.randn(batch, MOTORS, device=device, generator=gen)
         # Both copies before the compiled call: a graph replay may reuse the memory of `state`.
         for_compiled, for_eager = clone_state(state), clone_state(state)
         if graphs:

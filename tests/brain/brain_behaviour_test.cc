@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "gpu/model/exploration.h"
 #include "gtest/gtest.h"
 #include "tests/brain/brain_rig.h"
 
@@ -43,35 +44,61 @@ TEST(BrainBehaviour, FieldRisingAlongXDrivesMotorZeroForward) {
   }
 }
 
-// Exploration answers doubt and boredom: on a periodic input the brain learns to predict, its
-// confidence rises and its exploration falls; when the input then freezes, the sensors stop
-// changing and exploration rises again (docs/brain.md, "Exploration"). Motors vary throughout.
-TEST(BrainBehaviour, ExplorationFallsWithConfidenceAndRisesWithBoredom) {
-  BrainRig rig(FieldShape::Small(), 1);
+// Doubt and boredom are measured, frustration explores: on a periodic input the brain learns to
+// predict and its confidence rises; when the input freezes, the sensors stop changing and boredom
+// (what the driver withdraws through, gpu/model/driver.h) rises. Motors vary throughout. With the
+// driver's weights frozen, a reward that falls below what the robot has come to expect widens
+// its motors' spread (docs/brain.md, "Exploration").
+TEST(BrainBehaviour, ConfidenceRisesWithPredictionBoredomWithAFrozenInputAndFrustrationWidensTheMotors) {
+  BrainRig rig(FieldShape::Small(), 2);
   const int b = rig.Add(Spec(7));
   auto wave = [](int t) {
     std::vector<float> s(kSensors);
     for (int i = 0; i < kSensors; ++i) s[i] = 0.8f * std::sin(6.2831853f * (float(t % 16) / 16.0f + float(i) / kSensors));
     return s;
   };
-  auto explore = [&] { return rig.engine().Snapshot(rig.slot(b))->state.explore; };
+  auto state = [&] { return rig.engine().Snapshot(rig.slot(b))->state; };
+  auto bored = [&] {
+    const RobotState st = state();
+    return model::boredom(st.novelty, st.novelty_slow);
+  };
   std::vector<float> early_motor, frozen_motor;
-  float early = 0, learned = 0, frozen = 0;
+  float early_conf = 0, learned_conf = 0, learned_bored = 0, frozen_bored = 0;
   for (int t = 0; t < 2000; ++t) {
     const CycleOut out = rig.Step1(b, wave(t));
-    if (t < 20) early += explore() / 20.0f, early_motor.push_back(out.motors[0]);
-    if (t >= 1980) learned += explore() / 20.0f;
+    if (t < 20) early_conf += state().confidence / 20.0f, early_motor.push_back(out.motors[0]);
+    if (t >= 1980) learned_conf += state().confidence / 20.0f, learned_bored += bored() / 20.0f;
   }
   const std::vector<float> still = wave(1999);
   for (int t = 0; t < 300; ++t) {
     const CycleOut out = rig.Step1(b, still);
-    if (t >= 280) frozen += explore() / 20.0f, frozen_motor.push_back(out.motors[0]);
+    if (t >= 280) frozen_bored += bored() / 20.0f, frozen_motor.push_back(out.motors[0]);
   }
-  std::printf("exploration: start %.3f, predicted wave %.3f, frozen input %.3f\n", early, learned, frozen);
-  EXPECT_LT(learned, 0.5f * early);
-  EXPECT_GT(frozen, 2.0f * learned);
+  std::printf("confidence: start %.3f, predicted wave %.3f; boredom: wave %.3f, frozen input %.3f\n", early_conf,
+              learned_conf, learned_bored, frozen_bored);
+  EXPECT_GT(learned_conf, early_conf + 0.2f);
+  EXPECT_LT(learned_bored, 0.5f);
+  EXPECT_GT(frozen_bored, 0.9f);
   EXPECT_GT(Std(early_motor), 0.01f);
   EXPECT_GT(Std(frozen_motor), 0.01f);
+
+  // Frustration: a frozen driver on a still input, paid 0.5 a cycle, then -0.5.
+  const int f = rig.Add(Spec(8, /*learn=*/false));
+  std::vector<float> content_motor, frustrated_motor;
+  float frustrated = 0;
+  for (int t = 0; t < 1600; ++t) {
+    const CycleOut out = rig.Step1(f, still, t < 1500 ? 0.5f : -0.5f);
+    if (t >= 1400 && t < 1500) content_motor.push_back(out.motors[0]);
+    if (t >= 1500) {
+      frustrated_motor.push_back(out.motors[0]);
+      const RobotState st = rig.engine().Snapshot(rig.slot(f))->state;
+      frustrated += model::frustration(st.reward_fast, st.reward_slow, st.reward_spread) / 100.0f;
+    }
+  }
+  std::printf("motor 0's spread: content %.3f, frustrated %.3f (mean frustration %.2f)\n", Std(content_motor),
+              Std(frustrated_motor), frustrated);
+  EXPECT_GT(frustrated, 0.5f);
+  EXPECT_GT(Std(frustrated_motor), 2.0f * Std(content_motor));
 }
 
 // Distinct stimuli give distinct outputs: mean L2 distance > 0.05 between 5-cycle mean motors.

@@ -25,22 +25,22 @@ float Uniform(uint64_t seed, uint64_t cycle, uint64_t i) {
 void AddArray(std::vector<float>& v, const float* p, size_t n) { v.insert(v.end(), p, p + n); }
 
 // The state's floats, each of order 1 so one absolute tolerance fits all: |psi|^2 (a few hundred,
-// where 1 ulp is 3e-5) enters divided by its length, the bias traces (sums of ~5 unit draws) by 5.
+// where 1 ulp is 3e-5) enters divided by its length, the driver's actor traces (sums of scores
+// eps / sigma x a feature, up to ~30 at sigma 0.1) by 30.
 std::vector<float> StateFloats(const RobotState& s) {
   std::vector<float> v{s.confidence,  s.psi_prev_norm2 / float(kReadoutFeatures), s.last_error, s.reward_fast,
-                       s.reward_slow, s.reward_spread, s.novelty, s.novelty_slow, s.explore, s.feature_scale, s.critic_bias, s.value_prev};
+                       s.reward_slow, s.reward_spread, s.novelty, s.novelty_slow, s.feature_scale};
   AddArray(v, s.sensor_mean, kMaxSensors);
-  AddArray(v, s.noise, kMaxMotors);
-  AddArray(v, s.innovation, kMaxMotors);
-  AddArray(v, s.motor_bias, kMaxMotors);
   AddArray(v, s.motor_prev, kMaxMotors);
-  for (float t : s.bias_trace) v.push_back(t / 5.0f);
   AddArray(v, s.prediction, kMaxSensors);
   AddArray(v, s.psi_prev, kReadoutFeatures);
-  AddArray(v, s.critic, kReadoutFeatures);
-  AddArray(v, &s.trace[0][0], size_t(kMaxMotors) * kReadoutFeatures);
   AddArray(v, &s.wp[0][0], size_t(kMaxSensors) * kReadoutFeatures);
-  AddArray(v, &s.wm[0][0], size_t(kMaxMotors) * kReadoutFeatures);
+  v.insert(v.end(), {s.driver_advantage_square, s.driver_advantage_mean});
+  AddArray(v, s.driver_critic, model::kDriverFeatures);
+  AddArray(v, s.driver_critic_trace, model::kDriverFeatures);
+  AddArray(v, &s.driver_actor[0][0], size_t(kMaxMotors) * model::kDriverFeatures);
+  for (const auto& row : s.driver_actor_trace)
+    for (float t : row) v.push_back(t / 30.0f);
   return v;
 }
 

@@ -171,7 +171,7 @@ TEST(CudaHostLogic, StagingLayoutIsAlignedAndDisjoint) {
     EXPECT_EQ(l.field_out_at, l.field_in_at + 8 * max_batch);
     EXPECT_GE(l.rows_at, l.field_out_at + 8 * max_batch);
     for (int64_t at : {l.rows_at, l.input_bytes, l.pinned_outputs_at, l.pinned_bytes, l.ws_outputs_at, l.ws_errors_at,
-                       l.ws_explore_at, l.ws_partials_at, l.workspace_bytes})
+                       l.ws_partials_at, l.workspace_bytes})
       EXPECT_EQ(at % cuda::kStagingAlign, 0) << at;
     EXPECT_EQ(l.input_copy_bytes(max_batch), l.rows_at + max_batch * int64_t(sizeof(BatchInputRow)));
     EXPECT_LE(l.input_copy_bytes(max_batch), l.input_bytes);
@@ -180,8 +180,7 @@ TEST(CudaHostLogic, StagingLayoutIsAlignedAndDisjoint) {
     EXPECT_GE(l.pinned_bytes, l.pinned_outputs_at + l.output_copy_bytes(max_batch));
     EXPECT_GE(l.ws_outputs_at, l.input_bytes);
     EXPECT_GE(l.ws_errors_at, l.ws_outputs_at + l.output_copy_bytes(max_batch));
-    EXPECT_GE(l.ws_explore_at, l.ws_errors_at + int64_t(max_batch) * kMaxSensors * 4);
-    EXPECT_GE(l.ws_partials_at, l.ws_explore_at + max_batch * 4);
+    EXPECT_GE(l.ws_partials_at, l.ws_errors_at + int64_t(max_batch) * kMaxSensors * 4);
     EXPECT_GE(l.workspace_bytes, l.ws_partials_at + int64_t(max_batch) * 128 * cuda::kPartialFloats * 4);
   }
 }

@@ -94,7 +94,7 @@ TEST_F(CheckpointFormatTest, ARestoredBrainRunsOnBitForBitAsTheOriginal) {
   const std::string bytes = EncodeCheckpoint(Header(snapshot), snapshot);
   EXPECT_EQ(bytes, EncodeCheckpoint(Header(snapshot), snapshot)) << "the encoding is deterministic";
   EXPECT_EQ(bytes.substr(0, 8), std::string("FBCHKPT\n", 8));
-  EXPECT_EQ(bytes.substr(8, 4), std::string("\x03\x00\x00\x00", 4)) << "version 3, little-endian";
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\x04\x00\x00\x00", 4)) << "version 4, little-endian";
 
   absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(bytes, FieldShape::Small());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -144,27 +144,30 @@ TEST_F(CheckpointFormatTest, TheHeadIsReadFromTheStartOfTheFile) {
   other_magic[0] = 'X';
   EXPECT_EQ(PeekCheckpointHead(other_magic), std::nullopt);
   std::string other_version = head;
-  other_version[8] = 4;
+  other_version[8] = 5;
   EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
-  other_version[8] = 2;
+  other_version[8] = 3;
   EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
   std::string long_id = head;
   long_id[kCheckpointCycleEnd] = char(200);  // an id longer than the format allows
   EXPECT_EQ(PeekCheckpointHead(long_id), std::nullopt);
 }
 
-// Files of versions 1 and 2 hold no driver (gpu/model/driver.h): they are refused with that reason,
-// not resumed with an untrained driver.
-TEST_F(CheckpointFormatTest, AFileFromBeforeTheDriverIsRefusedWithTheReason) {
+// Files of versions 1 and 2 hold no driver (gpu/model/driver.h), and version 3 files hold the
+// field readout's actor and critic that version 4 dropped: each is refused with its reason, not
+// resumed with an untrained driver or read with a layout it does not have.
+TEST_F(CheckpointFormatTest, AFileOfAnOlderLayoutIsRefusedWithTheReason) {
   const BrainSnapshot snapshot = *engine_->Snapshot(original_);
-  const std::string v3 = EncodeCheckpoint(Header(snapshot), snapshot);
-  for (char old_version : {char(1), char(2)}) {
-    std::string old = v3;
+  const std::string current = EncodeCheckpoint(Header(snapshot), snapshot);
+  for (char old_version : {char(1), char(2), char(3)}) {
+    std::string old = current;
     old[8] = old_version;
     const absl::Status status = DecodeCheckpoint(old, FieldShape::Small()).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_THAT(status.message(), HasSubstr("predates the brain's driver"));
+    EXPECT_THAT(status.message(), HasSubstr(old_version < 3 ? "predates the brain's driver"
+                                                            : "holds the field readout's retired actor and critic"));
     EXPECT_THAT(status.message(), HasSubstr("format version " + std::to_string(int(old_version))));
+    EXPECT_THAT(status.message(), HasSubstr("the robot starts a new brain"));
     EXPECT_EQ(PeekCheckpointHead(old), std::nullopt);
   }
 }
@@ -275,10 +278,10 @@ TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {
   EXPECT_FALSE(DecodeCheckpoint(header_flipped, FieldShape::Small()).ok());
   EXPECT_THAT(DecodeCheckpoint("a text file", FieldShape::Small()).status().message(), HasSubstr("not a fieldbrain"));
   std::string future = bytes;
-  future[8] = 4;
-  const absl::Status v4 = DecodeCheckpoint(future, FieldShape::Small()).status();
-  EXPECT_EQ(v4.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(v4.message(), HasSubstr("format version 4; this daemon reads version 3 only"));
+  future[8] = 5;
+  const absl::Status v5 = DecodeCheckpoint(future, FieldShape::Small()).status();
+  EXPECT_EQ(v5.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(v5.message(), HasSubstr("format version 5; this daemon reads version 4 only"));
   const absl::Status shape = DecodeCheckpoint(bytes, FieldShape::Default()).status();
   EXPECT_EQ(shape.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(shape.message(), HasSubstr("field shape 32x16x16x16; this daemon runs 64x32x32x32"));
