@@ -4,8 +4,8 @@
 // it did through its bias while bored (the sensors have stopped changing); confidence (how well
 // the sensors are predicted) goes out with every motor frame.
 //
-// Frustration and boredom, not doubt, set the spread: a robot pinned against a wall predicts its
-// sensors perfectly, and a newborn or a bandit doubts most (docs/brain.md, issue 23).
+// Frustration, not doubt, sets the spread: a robot pinned against a wall predicts its sensors
+// perfectly, and a newborn or a bandit doubts most (docs/brain.md, issue 23).
 //
 // Time constants are in cycles and written for the nominal 50 Hz control rate.
 #pragma once
