@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "gpu/model/driver.h"
 #include "gpu/model/field_math.h"
 #include "gpu/model/memory_math.h"
 #include "gpu/model/philox.h"
@@ -35,6 +36,14 @@ absl::StatusOr<RobotParams> MakeRobotParams(const BrainSpec& spec, const FieldSh
   }
   for (int k = 0; k < kKeyBins; ++k) p.key_base_phase[k] = model::key_base_phase(spec.seed, k);
   return p;
+}
+
+void InitRobotState(const RobotParams& params, RobotState& state) {
+  state = RobotState{};
+  for (int k = 0; k < params.motor_count; ++k)
+    for (int j = 0; j < model::kDriverFeatures; ++j)
+      if (model::driver_feature_used(j, params.sensor_count))
+        state.driver_actor[k][j] = model::driver_initial_weight(params.seed, k, j);
 }
 
 absl::Status CheckSnapshot(const BrainSnapshot& s, const FieldShape& shape) {

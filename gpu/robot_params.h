@@ -1,4 +1,4 @@
-// The fixed, seed-derived part of a brain, and the checks shared by both engines.
+// The fixed, seed-derived part of a brain, a newborn's state, and the checks shared by both engines.
 #pragma once
 
 #include "absl/status/status.h"
@@ -10,6 +10,10 @@ namespace fieldbrain {
 // Sensor sites and unit-norm Gaussian mixing vectors, from the seed alone (Philox, never a
 // process-salted hash), so a robot gets the same brain structure on every server and engine.
 absl::StatusOr<RobotParams> MakeRobotParams(const BrainSpec& spec, const FieldShape& shape);
+
+// A newborn's state: everything zero but the driver's small seeded actor weights
+// (model::driver_initial_weight), so two newborns' stimuli already differ.
+void InitRobotState(const RobotParams& params, RobotState& state);
 
 // Whether a snapshot can be restored into an engine of this shape.
 absl::Status CheckSnapshot(const BrainSnapshot& snapshot, const FieldShape& shape);

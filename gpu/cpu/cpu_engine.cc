@@ -73,7 +73,7 @@ class CpuBackend final : public EngineBackend {
 
   absl::Status InitBrain(int slot, const RobotParams& params, uint64_t seed) override {
     *Params(slot) = params;
-    *State(slot) = RobotState{};
+    InitRobotState(params, *State(slot));
     float* field = Field(pool_.current_buffer(slot));
     const int64_t n = config_.shape.floats();
     const FieldShape shape = config_.shape;

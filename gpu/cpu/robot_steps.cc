@@ -100,9 +100,6 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
     d[j] = model::driver_feature(j, sensors);
     d_prev[j] = model::driver_feature(j, frame_prev);
   });
-  if (state.cycle == 0)
-    for (int k = 0; k < params.motor_count; ++k)
-      ForEachDriverFeature(n, [&](int j) { state.driver_actor[k][j] = model::driver_initial_weight(params.seed, k, j); });
   if (state.cycle > 0) {
     float v_now = 0.0f, v_prev = 0.0f;
     ForEachDriverFeature(n, [&](int j) {

@@ -281,6 +281,7 @@ absl::Status CudaBackend::ReportStages(int n) {
 absl::Status CudaBackend::InitBrain(int slot, const RobotParams& params, uint64_t seed) {
   FB_CUDA_CHECK(cudaSetDevice(kDevice));
   const auto state = std::make_unique<RobotState>();
+  InitRobotState(params, *state);
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(CopyAsync(counters_, Params(slot), &params, sizeof(RobotParams), cudaMemcpyHostToDevice, s));
   FB_CUDA_CHECK(CopyAsync(counters_, State(slot), state.get(), sizeof(RobotState), cudaMemcpyHostToDevice, s));

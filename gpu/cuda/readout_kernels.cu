@@ -123,8 +123,6 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   const bool driver_owner = tid < model::kDriverFeatures && model::driver_feature_used(tid, sensor_count);
   const float d = driver_owner ? model::driver_feature(tid, in.sensors) : 0.0f;
   const float d_prev = driver_owner ? model::driver_feature(tid, frame_prev) : 0.0f;
-  if (driver_owner && cycle == 0)
-    for (int k = 0; k < motor_count; ++k) st.driver_actor[k][tid] = model::driver_initial_weight(p.seed, k, tid);
   const float driver_w = driver_owner ? st.driver_critic[tid] : 0.0f;
   const float v_now = BlockSum<kCloseThreads>(driver_w * d, scratch);
   const float v_prev = BlockSum<kCloseThreads>(driver_w * d_prev, scratch);

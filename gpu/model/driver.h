@@ -91,7 +91,7 @@ FB_HD float driver_withdraw_feature(int j, const float* s_prev, const float* s_m
   return j < kDriverSquaresAt ? s_prev[j] - s_mean[j] : 0.0f;
 }
 
-// A newborn's actor weight theta_kj (drawn once, at cycle 0).
+// A newborn's actor weight theta_kj (drawn once, when the brain is made: InitRobotState).
 FB_HD float driver_initial_weight(uint64_t seed, int k, int j) {
   return kDriverInitialWeight * normal_draw(seed, Domain::kDriverNoise, (uint64_t(1) << 40) + uint64_t(k), uint32_t(j));
 }
