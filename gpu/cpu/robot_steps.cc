@@ -133,9 +133,9 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
   for (int k = 0; k < params.motor_count; ++k) {
     float dot = 0.0f;
     ForEachDriverFeature(n, [&](int j) { dot += state.driver_actor[k][j] * d[j]; });
-    const float mean = model::driver_mean(dot, pulls[k]);
+    const float mean = model::driver_mean(dot + pulls[k]);
     const float eps = model::normal_draw(params.seed, model::Domain::kDriverNoise, state.cycle, uint32_t(k));
-    const float score = model::driver_score(mean, eps, spread);
+    const float score = model::driver_score(dot + pulls[k], eps, spread);
     const float bound_step = params.learn_motors ? model::driver_bound_step(dot + pulls[k], n) : 0.0f;
     ForEachDriverFeature(n, [&](int j) {
       state.driver_actor_trace[k][j] = model::driver_trace_next(state.driver_actor_trace[k][j], score * d[j]);

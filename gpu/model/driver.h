@@ -7,7 +7,8 @@
 // ticks. The driver is that learner inside the brain (Sutton and Barto, "Actor-Critic with
 // Eligibility Traces (continuing)"): features d = [s_i | s_i^2 | 1], a critic V = w . d, and a
 // Gaussian policy per motor whose score is the whole exploration step it took:
-//   m_k = clamp(mu_k + sigma eps_k, -1, 1),  mu_k = tanh(theta_k . d + pull_k),
+//   m_k = clamp(mu_k + sigma eps_k, -1, 1),  mu_k = clamp(tanh(u_k) / tanh(B), -1, 1),
+//   u_k = theta_k . d + pull_k,
 // with eps_k drawn fresh every cycle from its own philox stream and pull_k the field's pull along
 // motor k's axis (gpu/model/readout.h), so the field still steers and the driver learns around it.
 // The field readout's own actor, critic and exploration noise are retired: added to the motors at
@@ -28,8 +29,13 @@
 //   moves against the motor sent last cycle along the centred frame s - sbar (not the bias or the
 //   squares, so a bump does not take away driving as such; a committed habit is unlearnt fast);
 // - the pre-activation theta_k . d + pull_k is held near +-2 (driver_bound_step): beyond it the
-//   command gains nothing and the score's (1 - mu^2) leaves the actor deaf to what it hits;
-// - small seeded initial weights, so a newborn's stimuli already differ.
+//   command gains nothing and the score's (1 - tanh^2 u) leaves the actor deaf to what it hits;
+// - small seeded initial weights, so a newborn's stimuli already differ;
+// - a policy that can reach the motor's end: the mean is tanh(u) / tanh(B), so at the bound B it
+//   commands +-1. With tanh(u) a car flat out sent about 0.94 of full drive (the bound held tanh
+//   at 0.96 and the clamp at 1 cut the noise's upper tail), the tuned baseline, unbounded, about
+//   0.96: on rooms nothing had seen, its cars that met nothing out-drove the brain's by 2 %
+//   (docs/brain.md, issue 23, seventh session).
 //
 // Step sizes are per feature (each rate over the number of features in use), so settings carry
 // over between sensor counts.
@@ -139,7 +145,7 @@ FB_HD float driver_trace_next(float trace, float grad) { return kDriverDiscount 
 // The step that pulls a motor's pre-activation u = theta_k . d + pull_k back towards
 // +-kDriverPreactivationBound, taken along d after the motor is sent (0 inside the bound).
 // Beyond the bound u buys almost no command (tanh is flat) but deafens the actor: its score
-// carries (1 - mu^2), so a car whose drive had run to u = 3 pushed into a wall for 1500 ticks
+// carries (1 - tanh^2 u), so a car whose drive had run to u = 3 pushed into a wall for 1500 ticks
 // with a gradient of 0.006 (docs/brain.md, issue 23, "A deaf actor").
 FB_HD float driver_bound_step(float preactivation, int n) {
   const float excess = preactivation - clampf(preactivation, -kDriverPreactivationBound, kDriverPreactivationBound);
@@ -150,10 +156,17 @@ FB_HD float driver_bound_step(float preactivation, int n) {
 // boredom too measured worse, since a newborn and a bandit doubt most.
 FB_HD float driver_spread(float frustration) { return kDriverSpread + kDriverFrustrationSpread * frustration; }
 
-// The policy's mean and the score of its step: d/dtheta log N(mu + sigma eps; tanh(theta . d +
-// pull), sigma^2) = eps / sigma (1 - mu^2) d.
-FB_HD float driver_mean(float theta_dot_d, float pull) { return fast_tanh(theta_dot_d + pull); }
-FB_HD float driver_score(float mean, float eps, float spread) { return eps / spread * (1.0f - mean * mean); }
+// The policy's mean at pre-activation u = theta . d + pull, and the score of its step:
+// d/dtheta log N(mu + sigma eps; mu(u), sigma^2) = eps / sigma mu'(u) d, with mu'(u) = (1 -
+// tanh^2 u) / tanh(B). Past the bound the score keeps tanh's slope rather than the clamp's 0:
+// the bound step brings u back within a few cycles, and a score of 0 there is the deafness the
+// bound exists to prevent.
+inline constexpr float kDriverMeanGain = 1.0f / 0.96402758f;  // 1 / tanh(kDriverPreactivationBound)
+FB_HD float driver_mean(float preactivation) { return clampf(fast_tanh(preactivation) * kDriverMeanGain, -1.0f, 1.0f); }
+FB_HD float driver_score(float preactivation, float eps, float spread) {
+  const float t = fast_tanh(preactivation);
+  return eps / spread * kDriverMeanGain * (1.0f - t * t);
+}
 FB_HD float driver_motor(float mean, float eps, float spread) { return clampf(mean + spread * eps, -1.0f, 1.0f); }
 
 }  // namespace fieldbrain::model

@@ -12,7 +12,7 @@ brain of docs/brain.md (issue 9's third and fourth sessions): open_cycle's error
 reward means and novelty, frustration and boredom (gpu/model/robot_cycle.h, exploration.h); the
 features phi over their slow scale and the readout features psi = [phi_t | 4 s_t | 4 s_(t-1)];
 the field's pulls; the driver of issue 23 (gpu/model/driver.h: a TD(lambda) actor-critic on
-[s | s^2 | 1] whose Gaussian step around tanh(Wd d + pull), widened by frustration, makes the
+[s | s^2 | 1] whose Gaussian step around tanh(Wd d + pull) / tanh(2), widened by frustration, makes the
 motors sent); the predictor's normalised LMS and p = tanh(Wp psi) (gpu/model/readout.h,
 cpu::CloseCycle). The field readout's own actor and critic and the exploration x and noise z are
 not here: nothing read them once the driver sent the motors, and the engines no longer compute them.
@@ -438,9 +438,13 @@ def make_cycle(shape):
         keep = DRIVER_DISCOUNT * DRIVER_LAMBDA
         driver_critic_trace = keep * st["driver_critic_trace"] + d
         preactivation = torch.matmul(driver_actor, d.unsqueeze(2)).squeeze(2) + pull  # (B, K)
-        driver_mean = torch.tanh(preactivation)
+        # mu = clamp(tanh(u) / tanh(B)): the mean reaches the motor's end at the bound; the score
+        # keeps tanh's slope past it (driver.h).
+        squashed = torch.tanh(preactivation)
+        mean_gain = 1.0 / math.tanh(DRIVER_PREACTIVATION_BOUND)
+        driver_mean = torch.clamp(squashed * mean_gain, -1.0, 1.0)
         spread = (DRIVER_SPREAD + DRIVER_FRUSTRATION_SPREAD * frustration).unsqueeze(1)
-        score = eps / spread * (1.0 - driver_mean * driver_mean)
+        score = eps / spread * mean_gain * (1.0 - squashed * squashed)
         driver_actor_trace = keep * st["driver_actor_trace"] + score.unsqueeze(2) * d.unsqueeze(1)
         # The step back towards +-DRIVER_PREACTIVATION_BOUND, along d, after the motor is sent.
         excess = preactivation - torch.clamp(preactivation, -DRIVER_PREACTIVATION_BOUND, DRIVER_PREACTIVATION_BOUND)
@@ -669,8 +673,10 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     driver_actor_trace, motors = [], []
     for k in range(k_motors):
         pre_k = sum(driver_actor[k][j] * d[j] for j in range(n_d)) + pulls[k]
-        mean_k = math.tanh(pre_k)
-        score = eps[k] / spread * (1.0 - mean_k * mean_k)
+        squashed_k = math.tanh(pre_k)
+        mean_gain = 1.0 / math.tanh(DRIVER_PREACTIVATION_BOUND)
+        mean_k = _clamp(squashed_k * mean_gain, 1.0)
+        score = eps[k] / spread * mean_gain * (1.0 - squashed_k * squashed_k)
         driver_actor_trace.append([keep * st["driver_actor_trace"][k][j] + score * d[j] for j in range(n_d)])
         motors.append(_clamp(mean_k + spread * eps[k], 1.0))
         if params.get("learn_motors", True):
