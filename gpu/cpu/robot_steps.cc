@@ -133,15 +133,15 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
   for (int k = 0; k < params.motor_count; ++k) {
     float dot = 0.0f;
     ForEachDriverFeature(n, [&](int j) { dot += state.driver_actor[k][j] * d[j]; });
-    const float mean = model::driver_mean(dot + pulls[k]);
+    const model::DriverPolicy policy = model::driver_policy(dot + pulls[k]);
     const float eps = model::normal_draw(params.seed, model::Domain::kDriverNoise, state.cycle, uint32_t(k));
-    const float score = model::driver_score(dot + pulls[k], eps, spread);
+    const float score = model::driver_score(policy, eps, spread);
     const float bound_step = params.learn_motors ? model::driver_bound_step(dot + pulls[k], n) : 0.0f;
     ForEachDriverFeature(n, [&](int j) {
       state.driver_actor_trace[k][j] = model::driver_trace_next(state.driver_actor_trace[k][j], score * d[j]);
       state.driver_actor[k][j] = model::driver_weight_next(state.driver_actor[k][j], bound_step, d[j]);
     });
-    motors[k] = model::driver_motor(mean, eps, spread);
+    motors[k] = model::driver_motor(policy.mean, eps, spread);
   }
 }
 

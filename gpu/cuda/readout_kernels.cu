@@ -162,12 +162,12 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
       if (model::driver_feature_used(j, sensor_count)) dot += st.driver_actor[k][j] * model::driver_feature(j, in.sensors);
     dot = WarpSum(dot);
     if (lane == 0) {
-      const float mean = model::driver_mean(dot + pulls[k]);
+      const model::DriverPolicy policy = model::driver_policy(dot + pulls[k]);
       const float eps = model::normal_draw(p.seed, model::Domain::kDriverNoise, cycle, uint32_t(k));
       const float spread = model::driver_spread(frustration);
-      driver_score[k] = model::driver_score(dot + pulls[k], eps, spread);
+      driver_score[k] = model::driver_score(policy, eps, spread);
       driver_bound[k] = p.learn_motors ? model::driver_bound_step(dot + pulls[k], sensor_count) : 0.0f;
-      motors[k] = model::driver_motor(mean, eps, spread);
+      motors[k] = model::driver_motor(policy.mean, eps, spread);
     }
   }
   __syncthreads();  // the scores, bound steps and motors sent visible to the block

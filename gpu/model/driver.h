@@ -156,16 +156,22 @@ FB_HD float driver_bound_step(float preactivation, int n) {
 // boredom too measured worse, since a newborn and a bandit doubt most.
 FB_HD float driver_spread(float frustration) { return kDriverSpread + kDriverFrustrationSpread * frustration; }
 
-// The policy's mean at pre-activation u = theta . d + pull, and the score of its step:
-// d/dtheta log N(mu + sigma eps; mu(u), sigma^2) = eps / sigma mu'(u) d, with mu'(u) = (1 -
-// tanh^2 u) / tanh(B). Past the bound the score keeps tanh's slope rather than the clamp's 0:
-// the bound step brings u back within a few cycles, and a score of 0 there is the deafness the
-// bound exists to prevent.
+// The policy at pre-activation u = theta . d + pull: its mean, and the slope its score carries,
+// d/dtheta log N(mu + sigma eps; mu(u), sigma^2) = eps / sigma mu'(u) d with mu'(u) = (1 -
+// tanh^2 u) / tanh(B). One tanh serves both. Past the bound the score keeps tanh's slope rather
+// than the clamp's 0: the bound step brings u back within a few cycles, and a score of 0 there is
+// the deafness the bound exists to prevent.
 inline constexpr float kDriverMeanGain = 1.0f / 0.96402758f;  // 1 / tanh(kDriverPreactivationBound)
-FB_HD float driver_mean(float preactivation) { return clampf(fast_tanh(preactivation) * kDriverMeanGain, -1.0f, 1.0f); }
-FB_HD float driver_score(float preactivation, float eps, float spread) {
+struct DriverPolicy {
+  float mean;      // clamp(tanh(u) / tanh(B), -1, 1)
+  float flatness;  // 1 - tanh^2 u: the score's factor before the gain
+};
+FB_HD DriverPolicy driver_policy(float preactivation) {
   const float t = fast_tanh(preactivation);
-  return eps / spread * kDriverMeanGain * (1.0f - t * t);
+  return {clampf(t * kDriverMeanGain, -1.0f, 1.0f), 1.0f - t * t};
+}
+FB_HD float driver_score(const DriverPolicy& policy, float eps, float spread) {
+  return eps / spread * kDriverMeanGain * policy.flatness;
 }
 FB_HD float driver_motor(float mean, float eps, float spread) { return clampf(mean + spread * eps, -1.0f, 1.0f); }
 

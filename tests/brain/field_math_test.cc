@@ -180,13 +180,14 @@ TEST(Readout, LearningRulesFollowTheFormulas) {
   EXPECT_EQ(inverse_norm2(0.0f), 0.0f);
   // The driver (driver.h): the mean reaches the motor's end exactly at the pre-activation bound
   // and stays there past it; the score keeps tanh's slope, scaled alike; the step clamps into range.
-  EXPECT_FLOAT_EQ(driver_mean(0.0f), 0.0f);
-  EXPECT_NEAR(driver_mean(kDriverPreactivationBound), 1.0f, 1e-5f);
-  EXPECT_NEAR(driver_mean(-kDriverPreactivationBound), -1.0f, 1e-5f);
-  EXPECT_FLOAT_EQ(driver_mean(3.0f), 1.0f);
-  EXPECT_NEAR(driver_mean(0.5f), std::tanh(0.5f) / std::tanh(kDriverPreactivationBound), 1e-5f);
-  EXPECT_NEAR(driver_score(0.0f, 1.0f, 0.5f), 2.0f / std::tanh(kDriverPreactivationBound), 1e-5f);
-  EXPECT_NEAR(driver_score(3.0f, 1.0f, 1.0f), (1.0f - std::tanh(3.0f) * std::tanh(3.0f)) / std::tanh(2.0f), 1e-5f);
+  EXPECT_FLOAT_EQ(driver_policy(0.0f).mean, 0.0f);
+  EXPECT_NEAR(driver_policy(kDriverPreactivationBound).mean, 1.0f, 1e-5f);
+  EXPECT_NEAR(driver_policy(-kDriverPreactivationBound).mean, -1.0f, 1e-5f);
+  EXPECT_FLOAT_EQ(driver_policy(3.0f).mean, 1.0f);
+  EXPECT_NEAR(driver_policy(0.5f).mean, std::tanh(0.5f) / std::tanh(kDriverPreactivationBound), 1e-5f);
+  EXPECT_NEAR(driver_score(driver_policy(0.0f), 1.0f, 0.5f), 2.0f / std::tanh(kDriverPreactivationBound), 1e-5f);
+  EXPECT_NEAR(driver_score(driver_policy(3.0f), 1.0f, 1.0f), (1.0f - std::tanh(3.0f) * std::tanh(3.0f)) / std::tanh(2.0f),
+              1e-5f);
   EXPECT_FLOAT_EQ(driver_motor(0.9f, 2.0f, 0.1f), 1.0f);
   EXPECT_FLOAT_EQ(driver_spread(1.0f), kDriverSpread + kDriverFrustrationSpread);
   // The actor's advantage: the reward and a fifth of the critic's judgement of the move (the whole
