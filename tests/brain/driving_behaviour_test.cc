@@ -24,25 +24,18 @@
 // in the last 1000.
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <vector>
 
-#include "client/picarx/picarx_adapter.h"
-#include "client/sim/linear_actor_critic.h"
-#include "client/sim/world.h"
 #include "client/tools/sim_robot.h"
-#include "gpu/engine.h"
 #include "gtest/gtest.h"
+#include "tests/brain/lockstep_drive.h"
 
 namespace fieldbrain::testing {
 namespace {
 
 constexpr int kRobots = 8;
-constexpr double kTickS = 0.02;
 constexpr int kRandomHeldDraws = 16;
 constexpr int kActorCriticDraws = 4;
-
-enum class Driver { kBrain, kBrainRewardOff, kRandomHeld, kActorCritic };
 
 // Which rooms and for how long: robot i drives room first_room + i (its brain's seed too).
 struct Course {
@@ -50,81 +43,13 @@ struct Course {
   int ticks = 10000;
 };
 
-// The adapter as the robot runs it, without the 2 cm obstacle reflex (brain-sim --reflex=off).
-picarx::HardwareCommand WithoutObstacleReflex(std::span<const float> motors, const picarx::RawReading& reading) {
-  return picarx::ToHardware(motors, reading, /*safe_stop=*/false, picarx::ReflexSet{.obstacle = false});
-}
-
 // Each robot's trace of blocked ticks and rewards. `draw` picks random-held's commands and the
 // actor-critic's exploration noise.
 std::vector<std::vector<sim::TickOutcome>> Drive(Driver driver, Course course = {}, uint64_t draw = 0) {
-  EngineConfig config;
-  config.shape = FieldShape::Small();
-  config.max_robots = kRobots;
-  config.max_batch = kRobots;
-  config.threads = 2;
-  auto made = MakeEngine("cpu", config);
-  EXPECT_TRUE(made.ok()) << made.status();
-  Engine& engine = **made;
-  std::vector<int> slots;
-  std::vector<sim::World> worlds;
-  std::vector<sim::LinearActorCritic> learners;
-  for (int i = 0; i < kRobots; ++i) {
-    const uint64_t seed = course.first_room + uint64_t(i);
-    learners.emplace_back(sim::ActorCriticConfig{}, draw * 1000 + seed);
-    BrainSpec spec;
-    spec.seed = seed;
-    spec.sensor_count = picarx::kSensorCount;
-    spec.motor_count = picarx::kMotorCount;
-    slots.push_back(*engine.CreateBrain(spec));
-    sim::WorldConfig world;
-    world.arena = sim::ArenaConfig::Random(seed);
-    worlds.emplace_back(world, seed);
-  }
-  std::mt19937_64 prng(99 + draw);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<std::vector<float>> held(kRobots, std::vector<float>(picarx::kMotorCount));
-  std::vector<float> reward(kRobots, 0.0f);
-  std::vector<std::vector<sim::TickOutcome>> traces(kRobots);
-  std::vector<picarx::RawReading> readings(kRobots);
-  std::vector<picarx::Sensors> sensors(kRobots);
-  const bool brain = driver == Driver::kBrain || driver == Driver::kBrainRewardOff;
-  for (int t = 0; t < course.ticks; ++t) {
-    auto in = engine.inputs();
-    for (int i = 0; i < kRobots; ++i) {
-      readings[i] = worlds[i].Read();
-      sensors[i] = picarx::NormalizeSensors(readings[i]);
-      in[i].slot = slots[i];
-      in[i].reward = driver == Driver::kBrainRewardOff ? 0.0f : reward[i];
-      std::copy(sensors[i].values.begin(), sensors[i].values.end(), in[i].sensors);
-    }
-    if (brain) {
-      EXPECT_TRUE(engine.RunBatch(kRobots).ok());
-    }
-    for (int i = 0; i < kRobots; ++i) {
-      std::vector<float> motors(picarx::kMotorCount);
-      switch (driver) {
-        case Driver::kBrain:
-        case Driver::kBrainRewardOff:
-          std::copy_n(engine.outputs()[i].motors, picarx::kMotorCount, motors.begin());
-          break;
-        case Driver::kRandomHeld:
-          if (t % sim::kRandomHoldTicks == 0)
-            for (float& m : held[i]) m = uniform(prng);
-          motors = held[i];
-          break;
-        case Driver::kActorCritic: {
-          const sim::Motors m = learners[i].Act(sensors[i].values, t > 0 ? std::optional<float>(reward[i]) : std::nullopt);
-          motors.assign(m.begin(), m.end());
-          break;
-        }
-      }
-      const sim::StepOutcome out = worlds[i].Step(WithoutObstacleReflex(motors, readings[i]), kTickS);
-      reward[i] = float(out.reward);
-      traces[i].push_back(sim::TickOutcome{out.collided, reward[i]});
-    }
-  }
-  return traces;
+  const std::vector<Car> cars = ConsecutiveCars(course.first_room, kRobots);
+  auto traces = DriveInLockstep(driver, cars, {.ticks = course.ticks, .draw = draw});
+  EXPECT_TRUE(traces.ok()) << traces.status();
+  return traces.ok() ? *std::move(traces) : std::vector<std::vector<sim::TickOutcome>>(kRobots);
 }
 
 // Each robot's figures over the first and last `span` ticks (settle 2000).
