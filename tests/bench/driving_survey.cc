@@ -96,13 +96,23 @@ void PrintCar(const char* who, const CarFigures& c) {
               c.Bad() ? "  BAD" : "");
 }
 
-void PrintPolicy(const std::string& name, const std::vector<CarFigures>& cars, bool per_car) {
+// One line of means; then every car (per_car), only the bad ones (the default), or none (a line
+// that sums cars already listed).
+enum class CarLines { kAll, kBad, kNone };
+void PrintPolicy(const std::string& name, const std::vector<CarFigures>& cars, CarLines lines) {
   const Means m = MeansOf(cars.data(), cars.size());
   std::printf("%-24s last 1000: %+.4f %6.1f | 2000-tick: %+.4f -> %+.4f, %6.1f -> %6.1f | worst %+.4f | bad %d of %zu\n",
               name.c_str(), m.reward, m.blocked, m.reward_first2k, m.reward_last2k, m.blocked_first2k,
               m.blocked_last2k, m.worst, m.bad, cars.size());
-  for (const CarFigures& c : cars)
-    if (per_car || c.Bad()) PrintCar(name.c_str(), c);
+  for (const CarFigures& c : cars) {
+    switch (lines) {
+      case CarLines::kAll: PrintCar(name.c_str(), c); break;
+      case CarLines::kBad:
+        if (c.Bad()) PrintCar(name.c_str(), c);
+        break;
+      case CarLines::kNone: break;
+    }
+  }
 }
 
 // The four conditions on one group of a seed set, against the baseline's cars on the same
@@ -138,7 +148,7 @@ int Run() {
   const int rooms = absl::GetFlag(FLAGS_rooms);
   const int group = absl::GetFlag(FLAGS_group);
   const int draws = absl::GetFlag(FLAGS_ac_draws);
-  const bool per_car = absl::GetFlag(FLAGS_per_car);
+  const CarLines lines = absl::GetFlag(FLAGS_per_car) ? CarLines::kAll : CarLines::kBad;
   bool seeds_ok = true;
   const std::vector<uint64_t> seed_sets = ParseSeeds(absl::GetFlag(FLAGS_brain_seeds), seeds_ok);
   if (!seeds_ok || rooms < 1 || group < 1 || rooms % group != 0 || draws < 1 || absl::GetFlag(FLAGS_ticks) < 4000) {
@@ -172,11 +182,11 @@ int Run() {
     auto traces = DriveInLockstep(Driver::kActorCritic, room_cars, options);
     if (!traces.ok()) { std::fprintf(stderr, "error: %s\n", traces.status().ToString().c_str()); return 1; }
     baseline.push_back(FiguresOf(room_cars, *traces));
-    PrintPolicy("actor-critic draw " + std::to_string(d), baseline.back(), per_car);
+    PrintPolicy("actor-critic draw " + std::to_string(d), baseline.back(), lines);
   }
   std::vector<CarFigures> all_baseline;
   for (const auto& one : baseline) all_baseline.insert(all_baseline.end(), one.begin(), one.end());
-  PrintPolicy("actor-critic, all draws", all_baseline, false);
+  PrintPolicy("actor-critic, all draws", all_baseline, CarLines::kNone);
 
   // Every seed set's brains in one batch, then the other baselines the flags ask for.
   std::vector<Car> brain_cars;
@@ -198,7 +208,7 @@ int Run() {
     options.draw = 1;
     auto traces = DriveInLockstep(driver, cars, options);
     if (!traces.ok()) { std::fprintf(stderr, "error: %s\n", traces.status().ToString().c_str()); return 1; }
-    PrintPolicy(DriverName(driver), FiguresOf(cars, *traces), per_car);
+    PrintPolicy(DriverName(driver), FiguresOf(cars, *traces), lines);
   }
 
   // Each seed set against the baseline, group by group.
@@ -207,7 +217,7 @@ int Run() {
     const CarFigures* set = brains.data() + s * size_t(rooms);
     const std::vector<CarFigures> set_cars(set, set + rooms);
     PrintPolicy("brain seeds " + std::to_string(seed_sets[s]) + "-" + std::to_string(seed_sets[s] + uint64_t(rooms) - 1),
-                set_cars, per_car);
+                set_cars, lines);
     int met = 0;
     std::vector<std::string> verdicts;
     for (int g = 0; g < rooms; g += group) {
