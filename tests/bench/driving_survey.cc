@@ -182,7 +182,7 @@ int Run() {
     auto traces = DriveInLockstep(Driver::kActorCritic, room_cars, options);
     if (!traces.ok()) { std::fprintf(stderr, "error: %s\n", traces.status().ToString().c_str()); return 1; }
     baseline.push_back(FiguresOf(room_cars, *traces));
-    for (CarFigures& c : baseline.back()) c.seed = options.draw * 1000 + c.room;  // its noise's seed
+    for (CarFigures& c : baseline.back()) c.seed = ActorCriticSeed(options.draw, c.room);
     PrintPolicy("actor-critic draw " + std::to_string(d), baseline.back(), lines);
   }
   std::vector<CarFigures> all_baseline;

@@ -6,8 +6,6 @@
 #include <random>
 
 #include "client/picarx/picarx_adapter.h"
-#include "client/sim/linear_actor_critic.h"
-#include "client/sim/reactive_driver.h"
 #include "client/sim/world.h"
 #include "gpu/engine.h"
 
@@ -44,6 +42,8 @@ const char* DriverName(Driver driver) {
   }
   return "unknown";
 }
+
+uint64_t ActorCriticSeed(uint64_t draw, uint64_t room) { return draw * 1000 + room; }
 
 std::vector<Car> ConsecutiveCars(uint64_t first_room, int count, uint64_t first_brain_seed) {
   std::vector<Car> cars;
@@ -90,9 +90,10 @@ absl::StatusOr<std::vector<std::vector<sim::TickOutcome>>> DriveInLockstep(Drive
       case Driver::kBrainRewardOff:
       case Driver::kRandomHeld: break;
       case Driver::kActorCritic:
-        policies[i] = std::make_unique<sim::LinearActorCritic>(sim::ActorCriticConfig{}, options.draw * 1000 + cars[i].room);
+        policies[i] = sim::MakeLocalPolicy(sim::Policy::kActorCritic, ActorCriticSeed(options.draw, cars[i].room),
+                                           sim::ActorCriticConfig{});
         break;
-      case Driver::kReactive: policies[i] = std::make_unique<sim::ReactiveDriver>(); break;
+      case Driver::kReactive: policies[i] = sim::MakeLocalPolicy(sim::Policy::kReactive, 0, {}); break;
     }
   }
 

@@ -41,9 +41,12 @@ struct LockstepOptions {
   int threads = 2;             // the CPU engine's workers
   FieldShape shape = FieldShape::Small();
   // Which draw of a baseline's randomness: random-held's generator starts at 99 + draw, car i's
-  // actor-critic noise at draw * 1000 + its room.
+  // actor-critic noise at ActorCriticSeed(draw, its room).
   uint64_t draw = 0;
 };
+
+// The seed of the actor-critic's noise in `room` for `draw`: draw * 1000 + room.
+uint64_t ActorCriticSeed(uint64_t draw, uint64_t room);
 
 // Each car's blocked flag and reward, tick by tick. An error only when the engine cannot be made
 // or refuses a batch.
