@@ -159,8 +159,11 @@ int Run() {
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_baselines), ',', absl::SkipEmpty())) {
     if (name == "reactive") extra.push_back(Driver::kReactive);
     else if (name == "random-held") extra.push_back(Driver::kRandomHeld);
-    else if (name == "reward-off") extra.push_back(Driver::kBrainRewardOff);
-    else {
+    else if (name == "reward-off" && !seed_sets.empty()) extra.push_back(Driver::kBrainRewardOff);
+    else if (name == "reward-off") {
+      std::fprintf(stderr, "error: the reward-off baseline drives the brain seed sets' cars; give --brain_seeds\n");
+      return 2;
+    } else {
       std::fprintf(stderr, "error: unknown baseline '%s' (reactive, random-held, reward-off)\n", std::string(name).c_str());
       return 2;
     }
@@ -205,7 +208,6 @@ int Run() {
   }
   for (Driver driver : extra) {
     const std::vector<Car>& cars = driver == Driver::kBrainRewardOff ? brain_cars : room_cars;
-    if (cars.empty()) continue;
     options.draw = 1;
     auto traces = DriveInLockstep(driver, cars, options);
     if (!traces.ok()) { std::fprintf(stderr, "error: %s\n", traces.status().ToString().c_str()); return 1; }
