@@ -159,10 +159,12 @@ int Run() {
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_baselines), ',', absl::SkipEmpty())) {
     if (name == "reactive") extra.push_back(Driver::kReactive);
     else if (name == "random-held") extra.push_back(Driver::kRandomHeld);
-    else if (name == "reward-off" && !seed_sets.empty()) extra.push_back(Driver::kBrainRewardOff);
     else if (name == "reward-off") {
-      std::fprintf(stderr, "error: the reward-off baseline drives the brain seed sets' cars; give --brain_seeds\n");
-      return 2;
+      if (seed_sets.empty()) {
+        std::fprintf(stderr, "error: the reward-off baseline drives the brain seed sets' cars; give --brain_seeds\n");
+        return 2;
+      }
+      extra.push_back(Driver::kBrainRewardOff);
     } else {
       std::fprintf(stderr, "error: unknown baseline '%s' (reactive, random-held, reward-off)\n", std::string(name).c_str());
       return 2;
