@@ -557,8 +557,8 @@ void BatchScheduler::RunOneJob() {
     jobs_.pop_front();
     if (drained_) state = EngineJobState::kShuttingDown;
   }
+  jobs_run_.fetch_add(1, std::memory_order_relaxed);  // before it runs: its answer implies the count
   std::move(job)(state);
-  jobs_run_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void BatchScheduler::RunRemainingJobs() {

@@ -64,10 +64,9 @@ void MemoryThread::Loop() {
       }
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      ++jobs_run_;  // before it runs: whoever has seen a job's answer sees it counted
     }
     std::move(job)(MemoryJobState::kServing);
-    absl::MutexLock lock(&mu_);
-    ++jobs_run_;
   }
 }
 

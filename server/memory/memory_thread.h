@@ -38,7 +38,7 @@ class MemoryThread {
   void Stop();
 
   bool on_thread() const { return std::this_thread::get_id() == id_; }
-  int64_t jobs_run() const;  // on the thread, since it started
+  int64_t jobs_run() const;  // taken to run on the thread, since it started
 
  private:
   void Loop();
