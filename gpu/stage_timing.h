@@ -3,7 +3,7 @@
 //
 // Both engines report three spans per batch, since the cycle runs as three fused passes:
 //   kPredict  step 1: error against the last prediction, confidence (open cycle)
-//   kEvolve   steps 2-3 and the field's reduction: imprint, evolve, pooled features, pulls
+//   kEvolve   steps 2-3 and the field's reduction: imprint, evolve, pooled features
 //   kMotor    steps 4-6: features, motors, reward and prediction learning (close cycle)
 // kImprint, kGradient and kMemory name stages that a later engine may time on their own (the
 // HRR memory will report kMemory).

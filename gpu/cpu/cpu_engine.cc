@@ -166,11 +166,8 @@ class CpuBackend final : public EngineBackend {
 
  private:
   static void Accumulate(model::FieldSummary& into, const model::FieldSummary& part) {
-    for (int g = 0; g < kContentGroups; ++g) {
+    for (int g = 0; g < kContentGroups; ++g)
       for (int b = 0; b < kPoolBlocks; ++b) into.pool[g][b] += part.pool[g][b];
-      into.abs_sum[g] += part.abs_sum[g];
-      for (int a = 0; a < 3; ++a) into.ramp_sum[g][a] += part.ramp_sum[g][a];
-    }
   }
   float* Field(int buffer) { return reinterpret_cast<float*>(block_.get() + pool_.field_offset(buffer)); }
   float* Pattern(int slot) { return reinterpret_cast<float*>(block_.get() + pool_.pattern_offset(slot)); }

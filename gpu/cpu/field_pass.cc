@@ -285,30 +285,13 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
     }
   }
 
-  // This slab's share of the summary of F_t+1: A_g pooled, |A_g| and ramp-weighted sums.
+  // This slab's share of the summary of F_t+1: A_g pooled.
   std::fill(s.plane(kNewGroup), s.plane(kNewGroup) + kContentGroups * YZ, 0.0f);
   for (int ch = 0; ch < content; ++ch) AddInto(slab(out, ch, x), s.plane(kNewGroup + ch / gs), YZ);
-  const float rx = ramp(x, sh.nx);
   for (int g = 0; g < kContentGroups; ++g) {
     const float* a = s.plane(kNewGroup + g);
-    float total = 0.0f, abs_total = 0.0f, ry_sum = 0.0f, rz_sum = 0.0f;
-    for (int y = 0; y < Y; ++y) {
-      const float ry = ramp(y, Y);
-      float row_total = 0.0f;
-      for (int z = 0; z < Z; ++z) {
-        const float av = a[y * Z + z] * inv_gs;
-        partial.pool[g][pool_block(x, y, z, sh)] += av;
-        abs_total += fabsf(av);
-        row_total += av;
-        rz_sum += ramp(z, Z) * av;
-      }
-      total += row_total;
-      ry_sum += ry * row_total;
-    }
-    partial.abs_sum[g] += abs_total;
-    partial.ramp_sum[g][0] += rx * total;
-    partial.ramp_sum[g][1] += ry_sum;
-    partial.ramp_sum[g][2] += rz_sum;
+    for (int y = 0; y < Y; ++y)
+      for (int z = 0; z < Z; ++z) partial.pool[g][pool_block(x, y, z, sh)] += a[y * Z + z] * inv_gs;
   }
 }
 

@@ -85,12 +85,12 @@ void ForEachDriverFeature(int sensor_count, Fn fn) {
   fn(model::kDriverBiasAt);
 }
 
-// Step 5, the driver (gpu/model/driver.h): its critic and actor learn from this reward through
-// the traces of the cycles before (and a frustrated bad surprise withdraws last cycle's motors),
-// then it acts on this frame with the field's pulls, the traces take the action and the actor's
-// weights step back towards the pre-activation's bound.
-void DriverStep(const RobotParams& params, RobotState& state, const float* sensors, float reward, const float* pulls,
-                float* motors) {
+// Step 5, the driver (gpu/model/driver.h): its critic learns from this reward through the traces
+// of the cycles before, and so does its actor unless the command judged was a held undo (and a
+// frustrated bad surprise withdraws last cycle's motors); then an undo under way sends its held
+// command again, one may start, or the actor acts on this frame, the traces take the action and
+// the actor's weights step back towards the pre-activation's bound.
+void DriverStep(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* motors) {
   const int n = params.sensor_count;
   const float frustration = model::frustration(state.reward_fast, state.reward_slow, state.reward_spread);
   const float bored = model::boredom(state.novelty, state.novelty_slow);
@@ -111,7 +111,7 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
     ForEachDriverFeature(n, [&](int j) {
       state.driver_critic[j] = model::driver_weight_next(state.driver_critic[j], critic_step, state.driver_critic_trace[j]);
     });
-    if (params.learn_motors) {
+    if (params.learn_motors && !state.undo_held) {
       const bool first = state.cycle == 1;
       const float advantage = model::driver_advantage(reward, v_now, v_prev);
       state.driver_advantage_square =
@@ -129,14 +129,32 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
     }
   }
   ForEachDriverFeature(n, [&](int j) { state.driver_critic_trace[j] = model::driver_trace_next(state.driver_critic_trace[j], d[j]); });
+  if (state.undo_left > 0) {  // the undo goes on: the held command again, the actor idle
+    for (int k = 0; k < params.motor_count; ++k) motors[k] = state.motor_prev[k];
+    --state.undo_left;
+    return;
+  }
+  state.undo_since = model::driver_undo_since_next(state.undo_since, state.undo_held);
+  if (model::driver_undo_starts(state.reward_fast, state.undo_since, params.seed, state.cycle)) {
+    for (int k = 0; k < params.motor_count; ++k) {
+      float dot = 0.0f;
+      ForEachDriverFeature(n, [&](int j) { dot += state.driver_actor[k][j] * d[j]; });
+      motors[k] = model::driver_undo_command(model::driver_policy(dot).mean);
+      ForEachDriverFeature(n, [&](int j) { state.driver_actor_trace[k][j] = 0.0f; });
+    }
+    state.undo_left = model::kUndoCycles - 1;
+    state.undo_held = 1;
+    return;
+  }
+  state.undo_held = 0;
   const float spread = model::driver_spread(frustration);
   for (int k = 0; k < params.motor_count; ++k) {
     float dot = 0.0f;
     ForEachDriverFeature(n, [&](int j) { dot += state.driver_actor[k][j] * d[j]; });
-    const model::DriverPolicy policy = model::driver_policy(dot + pulls[k]);
+    const model::DriverPolicy policy = model::driver_policy(dot);
     const float eps = model::normal_draw(params.seed, model::Domain::kDriverNoise, state.cycle, uint32_t(k));
     const float score = model::driver_score(policy, eps, spread);
-    const float bound_step = params.learn_motors ? model::driver_bound_step(dot + pulls[k], n) : 0.0f;
+    const float bound_step = params.learn_motors ? model::driver_bound_step(dot, n) : 0.0f;
     ForEachDriverFeature(n, [&](int j) {
       state.driver_actor_trace[k][j] = model::driver_trace_next(state.driver_actor_trace[k][j], score * d[j]);
       state.driver_actor[k][j] = model::driver_weight_next(state.driver_actor[k][j], bound_step, d[j]);
@@ -160,14 +178,9 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
   float norm2 = 0.0f;
   ForEachReadoutFeature(n, [&](int j) { norm2 += psi[j] * psi[j]; });
 
-  // Step 4: the field's pulls; step 5: the driver learns from this reward and sends the motors.
-  float pulls[kMaxMotors];
-  for (int k = 0; k < params.motor_count; ++k) {
-    const int g = model::motor_group(k), a = model::motor_axis(k);
-    pulls[k] = model::field_pull(summary.ramp_sum[g][a], summary.abs_sum[g], shape.voxels());
-  }
+  // Step 5: the driver learns from this reward and sends the motors.
   float motors[kMaxMotors];
-  DriverStep(params, state, sensors, reward, pulls, motors);
+  DriverStep(params, state, sensors, reward, motors);
 
   // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
   const float inv_norm2 = model::inverse_norm2(state.psi_prev_norm2);

@@ -26,7 +26,7 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
 void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pooled);
 
 // Steps 4-6 from the new field's summary and this frame's sensors: the predictor's features
-// psi_t, the field's pulls, the driver's learning from reward and the motors it sends
+// psi_t, the driver's learning from reward and the motors it sends or the undo it holds
 // (gpu/model/driver.h), prediction learning of Wp and the next prediction. Fills `out` and
 // advances the cycle count.
 void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& shape,

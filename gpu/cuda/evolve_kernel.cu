@@ -267,48 +267,32 @@ FB_KERNEL(EvolveKernel, kMaxEvolveThreads, const CycleArgs a) {
     const float* a_row = new_group + g * V + tr * nz;
     float* rr = row_reduce + item * kRowReduceStride;
     for (int cell = 0; cell < kPoolCells; ++cell) rr[cell] = 0.0f;
-    float cell_sum = 0.0f, abs_sum = 0.0f, total = 0.0f, ramp_z = 0.0f;
+    float cell_sum = 0.0f;
     int cell = 0;
     for (int z = 0; z < nz; ++z) {
-      const float av = a_row[z] * inv_gs;
       const int pz = model::pool_block(x, yy, z, sh) % kPoolCells;
       if (pz != cell) {
         rr[cell] = cell_sum;
         cell_sum = 0.0f;
         cell = pz;
       }
-      cell_sum += av;
-      abs_sum += fabsf(av);
-      total += av;
-      ramp_z += model::ramp(z, nz) * av;
+      cell_sum += a_row[z] * inv_gs;
     }
     rr[cell] = cell_sum;
-    rr[4] = abs_sum;
-    rr[5] = total;
-    rr[6] = ramp_z;
   }
   __syncthreads();
   if (tid < kContentGroups) {
     const int g = tid;
     float pool[kPoolCells] = {0.0f, 0.0f, 0.0f, 0.0f};
-    float abs_sum = 0.0f, total = 0.0f, ramp_y = 0.0f, ramp_z = 0.0f;
     for (int tr = 0; tr < t.rows; ++tr) {
       const float* rr = row_reduce + (g * t.rows + tr) * kRowReduceStride;
 #pragma unroll
       for (int cell = 0; cell < kPoolCells; ++cell) pool[cell] += rr[cell];
-      abs_sum += rr[4];
-      total += rr[5];
-      ramp_y += model::ramp(y0 + tr, sh.ny) * rr[5];
-      ramp_z += rr[6];
     }
     float* dst = a.partials +
                  ((int64_t(row) * t.blocks_per_robot + x * t.tiles_y + tile_y) * kPartialFloats + g * kPartialStride);
 #pragma unroll
     for (int cell = 0; cell < kPoolCells; ++cell) dst[cell] = pool[cell];
-    dst[kPartialAbs] = abs_sum;
-    dst[kPartialRampX] = model::ramp(x, sh.nx) * total;
-    dst[kPartialRampY] = ramp_y;
-    dst[kPartialRampZ] = ramp_z;
   }
 }
 

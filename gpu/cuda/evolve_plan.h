@@ -16,14 +16,13 @@
 namespace fieldbrain::cuda {
 
 // Per block, per content group g, kPartialStride floats: the sums of A_g over the tile's voxels
-// in each of the 4 pool cells along z, then sum |A_g|, ramp_x-, ramp_y- and ramp_z-weighted sums.
-inline constexpr int kPartialStride = 8;
+// in each of the 4 pool cells along z.
+inline constexpr int kPartialStride = kPoolCells;
 inline constexpr int kPartialFloats = kContentGroups * kPartialStride;
-inline constexpr int kPartialAbs = 4, kPartialRampX = 5, kPartialRampY = 6, kPartialRampZ = 7;
 // Sensors whose imprint reaches one (x, y) column, in sensor order: the CPU engine's cap.
 inline constexpr int kMaxNearSensors = 32;
-// Per (group, tile row) in the block's row reduction: 4 pool cells, |A|, total, ramp_z sum.
-inline constexpr int kRowReduceStride = 8;
+// Per (group, tile row) in the block's row reduction: the row's sums in the 4 pool cells.
+inline constexpr int kRowReduceStride = kPoolCells;
 inline constexpr int kMaxEvolveThreads = 256;
 
 // Offsets into the block's dynamic shared memory, in 4-byte words; every array starts on a

@@ -1,6 +1,6 @@
 // Steps 4-6 of the cycle (docs/brain.md) for each batch row: the FieldSummary from the evolve
-// kernel's block partials, the features phi, the field's pulls, the driver's learning from reward
-// and the motors it sends (gpu/model/driver.h), the normalised-LMS learning of Wp and the next
+// kernel's block partials, the features phi, the driver's learning from reward and the motors it
+// sends or the undo it holds (gpu/model/driver.h), the normalised-LMS learning of Wp and the next
 // prediction; then the row's output.
 //
 // Launch: one block of kFeatures (256) threads per batch row; thread j owns field feature j and
@@ -34,7 +34,6 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   FB_SHARED(float, errors, [kMaxSensors]);
   FB_SHARED(float, motors, [kMaxMotors]);
   FB_SHARED(float, frame_prev, [kMaxSensors]);
-  FB_SHARED(float, pulls, [kMaxMotors]);
   FB_SHARED(float, driver_score, [kMaxMotors]);
   FB_SHARED(float, driver_bound, [kMaxMotors]);  // each motor's step back towards its bound
   FB_SHARED(float, driver_scalars, [2]);  // the actor's step and withdrawal's, this cycle
@@ -58,6 +57,12 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   const float inv_norm2 = model::inverse_norm2(st.psi_prev_norm2);
   const float scale_before = st.feature_scale;
   const uint64_t cycle = st.cycle;
+  // The driver's undo, decided alike by every thread: one under way goes on, or one may start.
+  const bool judged_held = st.undo_held != 0;  // this reward judges a held command
+  const bool undo_goes_on = st.undo_left > 0;
+  const int32_t undo_left = st.undo_left;
+  const int32_t undo_since = model::driver_undo_since_next(st.undo_since, judged_held);
+  const bool undo_starts = !undo_goes_on && model::driver_undo_starts(st.reward_fast, undo_since, p.seed, cycle);
 
   // FieldSummary: pool entry (g, b) is thread g * 64 + b, summing the partials of the blocks of
   // its pool cell, x-slab by x-slab, then y-tile by y-tile.
@@ -71,20 +76,6 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
       for (int tile = py * cell_tiles; tile < (py + 1) * cell_tiles; ++tile)
         sum += partials[(x * t.tiles_y + tile) * kPartialFloats + g * kPartialStride + pz];
     summary.pool[g][b] = sum;
-  }
-  // |A_g| and the three ramp sums of each group: one warp per value over all blocks.
-  for (int v = warp; v < kContentGroups * 4; v += kCloseWarps) {
-    const int g = v / 4, k = v % 4;
-    float sum = 0.0f;
-    for (int blk = lane; blk < t.blocks_per_robot; blk += kWarp)
-      sum += partials[blk * kPartialFloats + g * kPartialStride + kPartialAbs + k];
-    sum = WarpSum(sum);
-    if (lane == 0) {
-      if (k == 0)
-        summary.abs_sum[g] = sum;
-      else
-        summary.ramp_sum[g][k - 1] = sum;
-    }
   }
   __syncthreads();
 
@@ -106,20 +97,17 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   }
   const float norm2 = BlockSum<kCloseThreads>(square, scratch);  // its barriers publish psi
 
-  // Step 4: the field's pulls (published by the driver's first barrier below).
-  if (tid < motor_count) {
-    const int g = model::motor_group(tid), axis = model::motor_axis(tid);
-    pulls[tid] = model::field_pull(summary.ramp_sum[g][axis], summary.abs_sum[g], sh.voxels());
-  }
   if (tid == 0) st.feature_scale = scale;
 
   // Step 5, the driver (gpu/model/driver.h): thread j < kDriverFeatures owns driver feature j.
-  // The critic's values come from the weights as they were; critic and actor learn from this
-  // reward through the traces as they were (thread 0 keeps the advantage's running square and
-  // mean, and publishes the actor's and withdrawal's steps), a frustrated bad surprise withdraws
-  // last cycle's motors along the centred frame; then each motor's mean is one warp's dot product
-  // over the actor's new weights, and the traces take this cycle's step and the weights the
-  // step back towards the pre-activation's bound.
+  // The critic's values come from the weights as they were; the critic learns from this reward
+  // through the traces as they were, and so does the actor unless the command judged was a held
+  // undo (thread 0 keeps the advantage's running square and mean, and publishes the actor's and
+  // withdrawal's steps), a frustrated bad surprise withdrawing last cycle's motors along the
+  // centred frame. Then an undo under way sends its held command again; otherwise each motor's
+  // mean is one warp's dot product over the actor's new weights, an undo that starts sends its
+  // negation and clears the traces, and the actor's own step has the traces take this cycle's
+  // score and the weights the step back towards the pre-activation's bound.
   const bool driver_owner = tid < model::kDriverFeatures && model::driver_feature_used(tid, sensor_count);
   const float d = driver_owner ? model::driver_feature(tid, in.sensors) : 0.0f;
   const float d_prev = driver_owner ? model::driver_feature(tid, frame_prev) : 0.0f;
@@ -127,7 +115,7 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   const float v_now = BlockSum<kCloseThreads>(driver_w * d, scratch);
   const float v_prev = BlockSum<kCloseThreads>(driver_w * d_prev, scratch);
   const float driver_delta = model::driver_td_error(reward, v_now, v_prev);
-  const bool driver_learns = cycle > 0 && p.learn_motors;
+  const bool driver_learns = cycle > 0 && p.learn_motors && !judged_held;
   const float frustration = model::frustration(st.reward_fast, st.reward_slow, st.reward_spread);
   if (tid == 0 && driver_learns) {
     const bool first = cycle == 1;
@@ -144,7 +132,7 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
     if (cycle > 0) {
       st.driver_critic[tid] = model::driver_weight_next(
           driver_w, model::driver_step(model::kDriverCriticRate, driver_delta, sensor_count), st.driver_critic_trace[tid]);
-      if (p.learn_motors) {
+      if (driver_learns) {
         const float along =
             model::driver_withdraw_feature(tid, frame_prev, st.sensor_mean, model::boredom(st.novelty, st.novelty_slow));
         for (int k = 0; k < motor_count; ++k) {
@@ -156,25 +144,37 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
     st.driver_critic_trace[tid] = model::driver_trace_next(st.driver_critic_trace[tid], d);
   }
   __syncthreads();  // the actor's new weights visible to the warps that sum them
-  for (int k = warp; k < motor_count; k += kCloseWarps) {
-    float dot = 0.0f;
-    for (int j = lane; j < model::kDriverFeatures; j += kWarp)
-      if (model::driver_feature_used(j, sensor_count)) dot += st.driver_actor[k][j] * model::driver_feature(j, in.sensors);
-    dot = WarpSum(dot);
-    if (lane == 0) {
-      const model::DriverPolicy policy = model::driver_policy(dot + pulls[k]);
-      const float eps = model::normal_draw(p.seed, model::Domain::kDriverNoise, cycle, uint32_t(k));
-      const float spread = model::driver_spread(frustration);
-      driver_score[k] = model::driver_score(policy, eps, spread);
-      driver_bound[k] = p.learn_motors ? model::driver_bound_step(dot + pulls[k], sensor_count) : 0.0f;
-      motors[k] = model::driver_motor(policy.mean, eps, spread);
+  if (undo_goes_on) {
+    if (tid < motor_count) motors[tid] = st.motor_prev[tid];
+  } else {
+    for (int k = warp; k < motor_count; k += kCloseWarps) {
+      float dot = 0.0f;
+      for (int j = lane; j < model::kDriverFeatures; j += kWarp)
+        if (model::driver_feature_used(j, sensor_count)) dot += st.driver_actor[k][j] * model::driver_feature(j, in.sensors);
+      dot = WarpSum(dot);
+      if (lane == 0) {
+        const model::DriverPolicy policy = model::driver_policy(dot);
+        if (undo_starts) {
+          motors[k] = model::driver_undo_command(policy.mean);
+        } else {
+          const float eps = model::normal_draw(p.seed, model::Domain::kDriverNoise, cycle, uint32_t(k));
+          const float spread = model::driver_spread(frustration);
+          driver_score[k] = model::driver_score(policy, eps, spread);
+          driver_bound[k] = p.learn_motors ? model::driver_bound_step(dot, sensor_count) : 0.0f;
+          motors[k] = model::driver_motor(policy.mean, eps, spread);
+        }
+      }
     }
   }
   __syncthreads();  // the scores, bound steps and motors sent visible to the block
-  if (driver_owner)
+  if (driver_owner && !undo_goes_on)
     for (int k = 0; k < motor_count; ++k) {
-      st.driver_actor_trace[k][tid] = model::driver_trace_next(st.driver_actor_trace[k][tid], driver_score[k] * d);
-      st.driver_actor[k][tid] = model::driver_weight_next(st.driver_actor[k][tid], driver_bound[k], d);
+      if (undo_starts) {
+        st.driver_actor_trace[k][tid] = 0.0f;
+      } else {
+        st.driver_actor_trace[k][tid] = model::driver_trace_next(st.driver_actor_trace[k][tid], driver_score[k] * d);
+        st.driver_actor[k][tid] = model::driver_weight_next(st.driver_actor[k][tid], driver_bound[k], d);
+      }
     }
 
   // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
@@ -199,6 +199,13 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   if (tid < kMaxMotors) o.motors[tid] = tid < motor_count ? motors[tid] : 0.0f;
   if (tid < kMaxSensors) o.prediction[tid] = tid < sensor_count ? st.prediction[tid] : 0.0f;
   if (tid == 0) {
+    if (undo_goes_on) {
+      st.undo_left = undo_left - 1;
+    } else {
+      st.undo_left = undo_starts ? model::kUndoCycles - 1 : 0;
+      st.undo_held = undo_starts ? 1 : 0;
+      st.undo_since = undo_since;
+    }
     st.psi_prev_norm2 = norm2;
     st.cycle = cycle + 1;
     o.confidence = st.confidence;

@@ -1,6 +1,7 @@
 // The driver (docs/brain.md, issue 23): a linear actor-critic on the raw sensor frame that learns
-// what to do with the motors from reward. Per-element rules shared by both engines;
-// cpu::CloseCycle runs them in order and the CUDA close-cycle kernel follows it.
+// what to do with the motors from reward, and an undo it holds when things go badly. Per-element
+// rules shared by both engines; cpu::CloseCycle runs them in order and the CUDA close-cycle kernel
+// follows it.
 //
 // Why it exists: the field readout's actor learnt, on a car, to back off after a bump, not to
 // drive, and a roboticist's textbook learner on the same twelve sensors drove flat out within 2000
@@ -8,13 +9,15 @@
 // Eligibility Traces (continuing)"): features d = [s_i | s_i^2 | 1], a critic V = w . d, and a
 // Gaussian policy per motor whose score is the whole exploration step it took:
 //   m_k = clamp(mu_k + sigma eps_k, -1, 1),  mu_k = clamp(tanh(u_k) / tanh(B), -1, 1),
-//   u_k = theta_k . d + pull_k,
-// with eps_k drawn fresh every cycle from its own philox stream and pull_k the field's pull along
-// motor k's axis (gpu/model/readout.h), so the field still steers and the driver learns around it.
-// The field readout's own actor, critic and exploration noise are retired: added to the motors at
-// any share they drowned the driver (docs/brain.md has the tables).
+//   u_k = theta_k . d,
+// with eps_k drawn fresh every cycle from its own philox stream. The field readout's own actor,
+// critic and exploration noise are retired: added to the motors at any share they drowned the
+// driver. The field's pull along each motor's axis, added to u_k until issue 23's fifteenth
+// session, is retired too: it made the failures of a field's size its own (56 cars of 1024 bad on
+// the tiny field, 32 on the small one, 29 with no pull on either) and flipped the pan of the cars
+// that failed (docs/brain.md has the tables).
 //
-// Six things the textbook learner lacks, each for a failure measured without it:
+// Seven things the textbook learner lacks, each for a failure measured without it:
 // - the actor steps on the advantage a = r + 0.2 (gamma V(d_t) - V(d_(t-1))), not on the whole TD
 //   error: the frame a reward comes with also holds the echo of the command it judges (a car's
 //   speed sensors), and a linear critic that learnt "fast forward comes before a bump" credits
@@ -28,14 +31,20 @@
 // - a bad surprise, while frustrated, withdraws what the situation made the robot do: theta_k
 //   moves against the motor sent last cycle along the centred frame s - sbar (not the bias or the
 //   squares, so a bump does not take away driving as such; a committed habit is unlearnt fast);
-// - the pre-activation theta_k . d + pull_k is held near +-2 (driver_bound_step): beyond it the
+// - the pre-activation theta_k . d is held near +-2 (driver_bound_step): beyond it the
 //   command gains nothing and the score's (1 - tanh^2 u) leaves the actor deaf to what it hits;
 // - small seeded initial weights, so a newborn's stimuli already differ;
 // - a policy that can reach the motor's end: the mean is tanh(u) / tanh(B), so at the bound B it
 //   commands +-1. With tanh(u) a car flat out sent about 0.94 of full drive (the bound held tanh
 //   at 0.96 and the clamp at 1 cut the noise's upper tail), the tuned baseline, unbounded, about
 //   0.96: on rooms nothing had seen, its cars that met nothing out-drove the brain's by 2 %
-//   (docs/brain.md, issue 23, seventh session).
+//   (docs/brain.md, issue 23, seventh session);
+// - an undo on trouble (driver_undo_starts): while the reward over the last second is well below
+//   zero, the driver may hold the negation of its mean command for half a second, the actor idle
+//   and learning nothing meanwhile. A memoryless linear policy cannot back out of a slot it drove
+//   into (what it sees there says "forward" as it did on the way in); the hand-written reactive
+//   driver gets out with a remembered sequence, and so does this. With it, 7 cars of 1024 failed
+//   where 29 failed without (docs/brain.md, issue 23, fourteenth and fifteenth sessions).
 //
 // Step sizes are per feature (each rate over the number of features in use), so settings carry
 // over between sensor counts.
@@ -71,7 +80,7 @@ inline constexpr float kDriverRmsFloor = 0.1f;           // steps are scaled by 
 inline constexpr float kDriverAdvantageKeep = 0.995f;    // the advantage's running mean: ~200 cycles
 inline constexpr float kDriverWithdrawGain = 2.0f;       // x frustration
 inline constexpr float kDriverInitialWeight = 0.05f;     // spread of a newborn's actor weights
-inline constexpr float kDriverPreactivationBound = 2.0f;  // |theta_k . d + pull_k|: tanh(2) = 0.96
+inline constexpr float kDriverPreactivationBound = 2.0f;  // |theta_k . d|: tanh(2) = 0.96
 // Bounds that keep a robot fed absurd rewards finite; a sane robot's weights stay far inside.
 inline constexpr float kDriverDeltaBound = 10.0f;
 inline constexpr float kDriverWeightBound = 50.0f;
@@ -142,7 +151,7 @@ FB_HD float driver_weight_next(float w, float step, float along) {
 }
 FB_HD float driver_trace_next(float trace, float grad) { return kDriverDiscount * kDriverLambda * trace + grad; }
 
-// The step that pulls a motor's pre-activation u = theta_k . d + pull_k back towards
+// The step that brings a motor's pre-activation u = theta_k . d back towards
 // +-kDriverPreactivationBound, taken along d after the motor is sent (0 inside the bound).
 // Beyond the bound u buys almost no command (tanh is flat) but deafens the actor: its score
 // carries (1 - tanh^2 u), so a car whose drive had run to u = 3 pushed into a wall for 1500 ticks
@@ -156,7 +165,7 @@ FB_HD float driver_bound_step(float preactivation, int n) {
 // boredom too measured worse, since a newborn and a bandit doubt most.
 FB_HD float driver_spread(float frustration) { return kDriverSpread + kDriverFrustrationSpread * frustration; }
 
-// The policy at pre-activation u = theta . d + pull: its mean, and the slope its score carries,
+// The policy at pre-activation u = theta . d: its mean, and the slope its score carries,
 // d/dtheta log N(mu + sigma eps; mu(u), sigma^2) = eps / sigma mu'(u) d with mu'(u) = (1 -
 // tanh^2 u) / tanh(B). One tanh serves both. Past the bound the score keeps tanh's slope rather
 // than the clamp's 0: the bound step brings u back within a few cycles, and a score of 0 there is
@@ -174,5 +183,34 @@ FB_HD float driver_score(const DriverPolicy& policy, float eps, float spread) {
   return eps / spread * kDriverMeanGain * policy.flatness;
 }
 FB_HD float driver_motor(float mean, float eps, float spread) { return clampf(mean + spread * eps, -1.0f, 1.0f); }
+
+// The undo on trouble. Trouble is the reward over the last second (reward_fast) below
+// kUndoTrouble: the reward is in [-1, 1] by the wire contract, so the threshold means the same for
+// every robot. In trouble, at least kUndoGap cycles after the last undo ended, an undo starts with
+// chance kUndoChance a cycle (within about 8 cycles of the trouble, at a time the robot's seed
+// sets). It sends -mu_k, the negation of the policy's mean at its start, for kUndoCycles cycles
+// (on an Ackermann car a reverse on the opposite lock, on a differential robot a retreat); the
+// actor neither acts nor learns from the reward of a held command, and its traces are cleared at
+// the start, so nothing it did before the undo is credited with what the undo brought. The critic
+// learns throughout. A fixed rule, not a learnt gate: a gate learning from each undo's outcome
+// did worse on 128 cars (6 bad against 3), and one drawn anywhere by an untrained gate put
+// driving cars into walls (docs/brain.md, issue 23, twelfth and fourteenth sessions).
+inline constexpr float kUndoTrouble = -0.3f;
+inline constexpr int kUndoGap = 100;       // cycles the actor drives between two undos, at least
+inline constexpr int kUndoCycles = 25;     // half a second at 50 Hz
+inline constexpr float kUndoChance = 0.11920292f;  // sigmoid(-2)
+inline constexpr int32_t kUndoSinceCap = 1 << 20;  // undo_since saturates here
+
+// Whether an undo starts this cycle, for a robot whose actor has driven `since` cycles since the
+// last undo ended (or since birth).
+FB_HD bool driver_undo_starts(float reward_fast, int32_t since, uint64_t seed, uint64_t cycle) {
+  return reward_fast < kUndoTrouble && since >= kUndoGap &&
+         uniform_open0(uniform_bits(seed, Domain::kDriverUndo, cycle, 0)) <= kUndoChance;
+}
+FB_HD float driver_undo_command(float mean) { return -mean; }
+// undo_since after a cycle the actor drove, given whether the cycle before sent a held command.
+FB_HD int32_t driver_undo_since_next(int32_t since, bool held_before) {
+  return held_before ? 0 : (since < kUndoSinceCap ? since + 1 : kUndoSinceCap);
+}
 
 }  // namespace fieldbrain::model

@@ -21,8 +21,8 @@ inline constexpr float kNoveltyScale = 0.005f;  // novelty below this is boredom
 // c <- 0.9 c + 0.1 (1 - min(1, 1.5 err)).
 FB_HD float confidence_next(float c, float err) { return 0.9f * c + 0.1f * (1.0f - fminf(1.0f, 1.5f * err)); }
 
-// Reward means: the fast one over ~10 cycles; the slow one, what the robot has come to expect,
-// over ~2000.
+// Reward means: the fast one over ~50 cycles (a second at 50 Hz); the slow one, what the robot
+// has come to expect, over ~2000.
 FB_HD float reward_fast_next(float fast, float r) { return 0.98f * fast + 0.02f * r; }
 FB_HD float reward_slow_next(float slow, float r) { return 0.9995f * slow + 0.0005f * r; }
 

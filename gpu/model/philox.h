@@ -40,6 +40,7 @@ enum class Domain : uint32_t {
   kHrrVector = 0x68727276u,  // HRR vectors made from a seed (gpu/hrr/hrr_math.h)
   kMemoryKeys = 0x6B657973u,  // a brain's context-key roles and base (gpu/model/memory_math.h)
   kDriverNoise = 0x64726976u,  // the driver's exploration step (gpu/model/driver.h)
+  kDriverUndo = 0x756E646Fu,   // when the driver's undo starts (gpu/model/driver.h)
 };
 
 // 32 uniform bits number (index, k) of `domain` for `seed`.

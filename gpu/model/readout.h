@@ -1,5 +1,5 @@
-// The per-robot math after the field pass (docs/brain.md, steps 4-6): features, the field's
-// pulls on the motors (the driver, gpu/model/driver.h, learns around them) and prediction.
+// The per-robot math after the field pass (docs/brain.md, steps 4 and 6): the field's features and
+// prediction. The motors are the driver's (gpu/model/driver.h, step 5), from the sensor frame.
 // Per-element functions shared by both engines; the order they run in is written once, in
 // cpu::CloseCycle (gpu/cpu/robot_steps.cc), and the CUDA kernel follows it.
 #pragma once
@@ -13,29 +13,16 @@
 namespace fieldbrain::model {
 
 // What one reduction pass over the new field gives: per content group g, the sum of A_g over
-// each of the 4x4x4 pool blocks, the sum of |A_g|, and the sums of ramp_a * A_g per axis a.
-// A_g(v) is the mean of group g's channels at voxel v.
+// each of the 4x4x4 pool blocks. A_g(v) is the mean of group g's channels at voxel v.
 struct FieldSummary {
   float pool[kContentGroups][kPoolBlocks];
-  float abs_sum[kContentGroups];
-  float ramp_sum[kContentGroups][3];
 };
-
-// linspace(-1, 1, n) at i.
-FB_HD float ramp(int i, int n) { return -1.0f + 2.0f * float(i) / float(n - 1); }
 
 // Which of the 4x4x4 pool blocks voxel (x, y, z) falls into.
 FB_HD int pool_block(int x, int y, int z, const FieldShape& s) {
   return ((x * kPoolCells / s.nx) * kPoolCells + (y * kPoolCells / s.ny)) * kPoolCells +
          (z * kPoolCells / s.nz);
 }
-
-// Step 4: t_k = 2 sum ramp_a A_g / (sum |A_g| + 1e-3 V), scale-free pull of group g along axis a.
-FB_HD float field_pull(float ramp_sum, float abs_sum, int voxels) {
-  return 2.0f * ramp_sum / (abs_sum + 1e-3f * float(voxels));
-}
-FB_HD int motor_axis(int k) { return k % 3; }
-FB_HD int motor_group(int k) { return k % kContentGroups; }
 
 // Step 6: normalised LMS, Wp += 0.5 e psi_(t-1) / |psi_(t-1)|^2 (skipped while |psi_(t-1)| = 0);
 // then p = tanh(Wp psi_t).

@@ -47,7 +47,7 @@ struct RobotState {
   float last_error = 0.0f;       // err of the latest cycle
   int32_t pattern_active = 0;    // 1 once memory recall has written a non-zero pattern
   // What the driver's exploration and withdrawal read (gpu/model/exploration.h).
-  float reward_fast = 0.0f;      // reward over the last ~0.2 s
+  float reward_fast = 0.0f;      // reward over the last ~1 s (50 cycles)
   float reward_slow = 0.0f;      // reward over the last ~10 s: what the robot has come to expect
   float reward_spread = 0.0f;    // mean |r - reward_slow| over the last ~10 s
   float novelty = 0.0f;          // how far the sensors are from their recent mean
@@ -68,6 +68,10 @@ struct RobotState {
   float driver_critic_trace[model::kDriverFeatures] = {};
   float driver_actor[kMaxMotors][model::kDriverFeatures] = {};
   float driver_actor_trace[kMaxMotors][model::kDriverFeatures] = {};
+  // The driver's undo (model::driver_undo_starts): the held command is motor_prev while it runs.
+  int32_t undo_left = 0;                        // held cycles still to send after the last one
+  int32_t undo_held = 0;                        // 1 when motor_prev was a held command
+  int32_t undo_since = model::kUndoSinceCap;    // cycles the actor has driven since the last undo
   // Pattern memory bookkeeping (gpu/model/memory_math.h).
   float key_prev[kKeyBins][2] = {};         // q_(t-1), unit norm; valid once cycle > 0
   float error_mean = 0.0f;                  // running mean of err, for surprise

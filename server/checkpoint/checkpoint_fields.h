@@ -60,4 +60,13 @@ void Memory(V& v, M& m) {
   v(m.used);
 }
 
+// Version 5 appended the driver's undo (gpu/model/driver.h) after the memory's patterns, so a
+// version 4 file reads as it was written and its brain resumes with the undo idle.
+template <class V, class S>
+void DriverUndo(V& v, S& s) {
+  v(s.undo_left);
+  v(s.undo_held);
+  v(s.undo_since);
+}
+
 }  // namespace fieldbrain::server::checkpoint_fields

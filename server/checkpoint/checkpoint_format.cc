@@ -106,6 +106,7 @@ std::string EncodeCheckpoint(const CheckpointHeader& header, const BrainSnapshot
   Floats(p, snapshot.pattern);
   checkpoint_fields::Memory(p, snapshot.memory);
   Floats(p, snapshot.memory_patterns);
+  checkpoint_fields::DriverUndo(p, snapshot.state);
 
   std::string out;
   Writer h(out);
@@ -143,12 +144,14 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   if (version < kOldestCheckpointVersion) {
     const absl::string_view why = version < 3 ? "predates the brain's driver"
                                               : "holds the field readout's retired actor and critic";
-    return absl::FailedPreconditionError(absl::StrCat("format version ", version, " ", why, "; this daemon reads version ",
-                                                      kCheckpointVersion, " only: the robot starts a new brain"));
+    return absl::FailedPreconditionError(absl::StrCat("format version ", version, " ", why, "; this daemon reads versions ",
+                                                      kOldestCheckpointVersion, " to ", kCheckpointVersion,
+                                                      ": the robot starts a new brain"));
   }
   if (version > kCheckpointVersion) {
     return absl::FailedPreconditionError(
-        absl::StrCat("format version ", version, "; this daemon reads version ", kCheckpointVersion, " only"));
+        absl::StrCat("format version ", version, "; this daemon reads versions ", kOldestCheckpointVersion, " to ",
+                     kCheckpointVersion));
   }
   for (uint32_t expected : kLayout) {
     uint32_t got = 0;
@@ -211,6 +214,14 @@ absl::StatusOr<DecodedCheckpoint> DecodeCheckpoint(absl::string_view bytes, cons
   checkpoint_fields::Memory(p, s.memory);
   if (!Floats(p, s.memory_patterns, pattern_floats * kMemoryEntries)) {
     return absl::DataLossError("memory patterns of the wrong size");
+  }
+  if (version >= 5) {
+    checkpoint_fields::DriverUndo(p, s.state);
+    const RobotState& st = s.state;
+    if (p.ok() && (st.undo_left < 0 || st.undo_left >= model::kUndoCycles || (st.undo_held != 0 && st.undo_held != 1) ||
+                   st.undo_since < 0 || st.undo_since > model::kUndoSinceCap || (st.undo_left > 0 && !st.undo_held))) {
+      return absl::DataLossError("the driver's undo state is out of range");
+    }
   }
   if (!p.ok() || p.at() != payload.size()) return absl::DataLossError("payload does not match its fields");
   if (s.params.sensor_count != hd.sensor_count || s.params.motor_count != hd.motor_count ||

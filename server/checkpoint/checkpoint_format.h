@@ -21,10 +21,11 @@
 
 namespace fieldbrain::server {
 
-inline constexpr uint32_t kCheckpointVersion = 4;
+inline constexpr uint32_t kCheckpointVersion = 5;
 // Version 3 added the driver's state (gpu/model/driver.h); version 4 dropped the field readout's
 // actor and critic and the field's exploration noise, which nothing had read since the driver
-// took the motors. Older files are refused with the reason (docs/checkpoint-format.md).
+// took the motors; version 5 appended the driver's undo, and version 4 files are still read (the
+// undo idle). Older files are refused with the reason (docs/checkpoint-format.md).
 inline constexpr uint32_t kOldestCheckpointVersion = 4;
 inline constexpr char kCheckpointMagic[8] = {'F', 'B', 'C', 'H', 'K', 'P', 'T', '\n'};
 inline constexpr size_t kMaxCheckpointRobotIdBytes = 128;

@@ -11,15 +11,15 @@ on the device, no host synchronisation inside a cycle. Per robot, after the fiel
 brain of docs/brain.md (issue 9's third and fourth sessions): open_cycle's error, confidence,
 reward means and novelty, frustration and boredom (gpu/model/robot_cycle.h, exploration.h); the
 features phi over their slow scale and the readout features psi = [phi_t | 4 s_t | 4 s_(t-1)];
-the field's pulls; the driver of issue 23 (gpu/model/driver.h: a TD(lambda) actor-critic on
-[s | s^2 | 1] whose Gaussian step around tanh(Wd d + pull) / tanh(2), widened by frustration, makes the
-motors sent); the predictor's normalised LMS and p = tanh(Wp psi) (gpu/model/readout.h,
+the driver of issue 23 (gpu/model/driver.h: a TD(lambda) actor-critic on [s | s^2 | 1] whose
+Gaussian step around tanh(Wd d) / tanh(2), widened by frustration, makes the motors sent, and the
+undo it holds on trouble); the predictor's normalised LMS and p = tanh(Wp psi) (gpu/model/readout.h,
 cpu::CloseCycle). The field readout's own actor and critic and the exploration x and noise z are
 not here: nothing read them once the driver sent the motors, and the engines no longer compute them.
 
 What differs from the engines, on purpose:
-- Random draws: the start field, the sensor mixing vectors, the driver's start weights and its
-  steps eps come from torch's generators, not from Philox keyed by the robot seed, so the numbers
+- Random draws: the start field, the sensor mixing vectors, the driver's start weights, its
+  steps eps and the draws that start its undo come from torch's generators, not from Philox keyed by the robot seed, so the numbers
   differ from the engines'; only timing is compared with them.
 - tanh, sigmoid and exp are torch's, not gpu/model/fastmath.h's polynomials (both within ~3e-7).
 - psi has P + 2N entries (280 here), not the engines' P + 2 x 64 (kMaxSensors) with the entries
@@ -99,7 +99,6 @@ POOL_CELLS = 4  # phi pools each group to 4 x 4 x 4
 FEATURES = CONTENT_GROUPS * POOL_CELLS ** 3  # P = 256
 QUIET = 0.1  # |F| below this counts towards sparsity
 DYNAMICS_STRENGTH = 0.3
-PULL_EPSILON = 1e-3  # t_k's denominator adds 1e-3 V
 NORM2_FLOOR = 1e-6  # the LMS step is skipped while |psi_(t-1)|^2 is below this
 # Features and readouts (readout.h). psi = [phi_t | 4 s_t | 4 s_(t-1)]: here P + 2N entries, the
 # engines' P + 2 kMaxSensors layout without the entries past sensor_count (always 0, weights 0).
@@ -121,6 +120,13 @@ DRIVER_INITIAL_WEIGHT = 0.05  # kDriverInitialWeight
 DRIVER_PREACTIVATION_BOUND = 2.0  # kDriverPreactivationBound
 DRIVER_DELTA_BOUND = 10.0  # kDriverDeltaBound
 DRIVER_WEIGHT_BOUND = 50.0  # kDriverWeightBound
+# The driver's undo on trouble (driver.h): reward_fast below -0.3, at least 100 cycles after the
+# last, with chance sigmoid(-2) a cycle; it holds -mu for 25 cycles, the actor idle.
+UNDO_TROUBLE = -0.3
+UNDO_GAP = 100
+UNDO_CYCLES = 25
+UNDO_CHANCE = 0.11920292
+UNDO_SINCE_CAP = 1 << 20
 # Frustration and boredom (exploration.h), which the driver reads.
 NOVELTY_SCALE = 0.005  # kNoveltyScale
 SPREAD_FLOOR = 0.01  # kSpreadFloor
@@ -217,17 +223,12 @@ def readout_features(n_sensors):
 
 
 def make_constants(shape, batch, n_sensors, n_motors, device, gen):
-    """What is fixed for the robots' lives: mixing vectors, imprint weights, ramps, motor axes."""
+    """What is fixed for the robots' lives: mixing vectors, imprint weights, learning."""
     mix = torch.randn(batch, n_sensors, shape.content, device=device, generator=gen)
     mix = mix / mix.norm(dim=2, keepdim=True)  # unit norm over the content channels
     return {
         "mix": mix,
         "imprint": imprint_kernel(shape, n_sensors, device),
-        "ramp_x": torch.linspace(-1.0, 1.0, shape.nx, device=device),
-        "ramp_y": torch.linspace(-1.0, 1.0, shape.ny, device=device),
-        "ramp_z": torch.linspace(-1.0, 1.0, shape.nz, device=device),
-        "motor_group": torch.arange(n_motors, device=device) % CONTENT_GROUPS,  # g = k mod 4
-        "motor_axis": torch.arange(n_motors, device=device) % 3,  # a = k mod 3
         "learn": torch.ones(batch, 1, 1, dtype=torch.bool, device=device),  # RobotParams.learn_motors
     }
 
@@ -272,13 +273,18 @@ def init_state(shape, batch, n_sensors, n_motors, device, gen):
         "driver_actor": DRIVER_INITIAL_WEIGHT * torch.randn(batch, n_motors, 2 * n_sensors + 1, device=device,
                                                             generator=gen),
         "driver_actor_trace": zeros(batch, n_motors, 2 * n_sensors + 1),
+        # The undo: held cycles still to send, whether motor_prev was held, cycles driven since.
+        "undo_left": torch.zeros(batch, dtype=torch.int64, device=device),
+        "undo_held": torch.zeros(batch, dtype=torch.bool, device=device),
+        "undo_since": torch.full((batch,), UNDO_SINCE_CAP, dtype=torch.int64, device=device),
     }
 
 
 def make_cycle(shape):
-    """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), draws (B, K)) ->
-    (new state, outputs), where draws is eps, the cycle's standard normal draw per motor for the
-    driver's exploration step (the engines' Domain::kDriverNoise draw). Pure: it returns new
+    """One cycle for a batch: cycle(state, consts, sensors (B, N), reward (B,), draws (B, K),
+    undo_draws (B,)) -> (new state, outputs), where draws is eps, the cycle's standard normal draw
+    per motor for the driver's exploration step (the engines' Domain::kDriverNoise draw), and
+    undo_draws the uniform draw in (0, 1] that may start an undo (Domain::kDriverUndo). Pure: it returns new
     tensors and changes none it was given."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
@@ -302,7 +308,7 @@ def make_cycle(shape):
                                                              + rate.unsqueeze(1) * lap))
         return core.reshape(b, cm, X, Y, Z)
 
-    def cycle(st, cs, sensors, reward, draws):
+    def cycle(st, cs, sensors, reward, draws, undo_draws):
         f = st["field"]
         b = f.shape[0]
         eps = draws  # (B, K): the driver's step
@@ -384,22 +390,21 @@ def make_cycle(shape):
         psi = torch.cat([phi, FRAME_GAIN * sensors, psi_prev[:, FEATURES:FEATURES + n]], 1)  # (B, R)
         norm2 = (psi * psi).sum(1)
 
-        # The pull of group k mod 4 along axis k mod 3 (the driver's).
-        abs_sum = a.abs().sum((2, 3, 4))
-        ramp_sums = torch.stack([
-            (a.sum((3, 4)) * cs["ramp_x"]).sum(2),
-            (a.sum((2, 4)) * cs["ramp_y"]).sum(2),
-            (a.sum((2, 3)) * cs["ramp_z"]).sum(2),
-        ], 2)  # (B, 4, 3)
-        pulls = 2.0 * ramp_sums / (abs_sum.unsqueeze(2) + PULL_EPSILON * shape.voxels)
-        pull = pulls[:, cs["motor_group"], cs["motor_axis"]]  # (B, K)
         learn = cs["learn"]  # (B, 1, 1)
 
-        # 5. The driver (driver.h): its critic and actor learn from this reward through the traces
-        # as they were (not on the first cycle), the actor on the advantage over its
-        # running mean, scaled by its running RMS; a frustrated bad surprise withdraws last cycle's
-        # motors along the centred frame; then it acts on this frame with the pulls, its spread
-        # widened by frustration, and the traces take the step.
+        # 5. The driver (driver.h): its critic learns from this reward through the traces as they
+        # were (not on the first cycle), and so does its actor unless the command judged was a held
+        # undo, on the advantage over its running mean, scaled by its running RMS; a frustrated bad
+        # surprise withdraws last cycle's motors along the centred frame. Then an undo under way
+        # sends its held command again, one may start (the negated mean, the traces cleared), or
+        # the actor acts on this frame, its spread widened by frustration, and the traces take
+        # the step.
+        judged_held = st["undo_held"]
+        goes_on = st["undo_left"] > 0
+        since = torch.where(judged_held, torch.zeros_like(st["undo_since"]),
+                            torch.clamp(st["undo_since"] + 1, max=UNDO_SINCE_CAP))
+        starts = ~goes_on & (reward_fast < UNDO_TROUBLE) & (since >= UNDO_GAP) & (undo_draws <= UNDO_CHANCE)
+        acts = ~goes_on & ~starts
         ones = torch.ones(b, 1, device=f.device)
         d = torch.cat([sensors, sensors * sensors, ones], 1)  # (B, 2N + 1)
         s_prev = psi_prev[:, FEATURES:FEATURES + n] * (1.0 / FRAME_GAIN)
@@ -409,7 +414,7 @@ def make_cycle(shape):
                                    -DRIVER_DELTA_BOUND, DRIVER_DELTA_BOUND)
         per_feature = 1.0 / d.shape[1]
         started = st["cycle"] > 0
-        learns = started & learn[:, 0, 0]
+        learns = started & learn[:, 0, 0] & ~judged_held
         first = st["cycle"] == 1
         advantage = torch.clamp(reward + DRIVER_VALUE_SHARE * (DRIVER_DISCOUNT * (w * d).sum(1) - (w * d_prev).sum(1)),
                                 -DRIVER_DELTA_BOUND, DRIVER_DELTA_BOUND)
@@ -437,7 +442,7 @@ def make_cycle(shape):
         driver_actor = torch.clamp(stepped + withdraw[:, None, None] * along, -DRIVER_WEIGHT_BOUND, DRIVER_WEIGHT_BOUND)
         keep = DRIVER_DISCOUNT * DRIVER_LAMBDA
         driver_critic_trace = keep * st["driver_critic_trace"] + d
-        preactivation = torch.matmul(driver_actor, d.unsqueeze(2)).squeeze(2) + pull  # (B, K)
+        preactivation = torch.matmul(driver_actor, d.unsqueeze(2)).squeeze(2)  # (B, K)
         # mu = clamp(tanh(u) / tanh(B)): the mean reaches the motor's end at the bound; the score
         # keeps tanh's slope past it (driver.h).
         squashed = torch.tanh(preactivation)
@@ -445,13 +450,24 @@ def make_cycle(shape):
         driver_mean = torch.clamp(squashed * mean_gain, -1.0, 1.0)
         spread = (DRIVER_SPREAD + DRIVER_FRUSTRATION_SPREAD * frustration).unsqueeze(1)
         score = eps / spread * mean_gain * (1.0 - squashed * squashed)
-        driver_actor_trace = keep * st["driver_actor_trace"] + score.unsqueeze(2) * d.unsqueeze(1)
+        acting = acts[:, None, None]
+        driver_actor_trace = torch.where(
+            acting, keep * st["driver_actor_trace"] + score.unsqueeze(2) * d.unsqueeze(1),
+            torch.where(starts[:, None, None], torch.zeros_like(st["driver_actor_trace"]), st["driver_actor_trace"]))
         # The step back towards +-DRIVER_PREACTIVATION_BOUND, along d, after the motor is sent.
         excess = preactivation - torch.clamp(preactivation, -DRIVER_PREACTIVATION_BOUND, DRIVER_PREACTIVATION_BOUND)
-        bound_step = torch.where(learn[:, :, 0], -DRIVER_ACTOR_RATE * per_feature * excess, torch.zeros_like(excess))
+        bound_step = torch.where(learn[:, :, 0] & acts.unsqueeze(1), -DRIVER_ACTOR_RATE * per_feature * excess,
+                                 torch.zeros_like(excess))
         driver_actor = torch.clamp(driver_actor + bound_step.unsqueeze(2) * d.unsqueeze(1), -DRIVER_WEIGHT_BOUND,
                                    DRIVER_WEIGHT_BOUND)
-        motors = torch.clamp(driver_mean + spread * eps, -1.0, 1.0)
+        motors = torch.where(goes_on.unsqueeze(1), st["motor_prev"],
+                             torch.where(starts.unsqueeze(1), -driver_mean,
+                                         torch.clamp(driver_mean + spread * eps, -1.0, 1.0)))
+        undo_left = torch.where(goes_on, st["undo_left"] - 1,
+                                torch.where(starts, torch.full_like(st["undo_left"], UNDO_CYCLES - 1),
+                                            torch.zeros_like(st["undo_left"])))
+        undo_held = torch.where(goes_on, judged_held, starts)
+        undo_since = torch.where(goes_on, st["undo_since"], since)
 
         # 6. Predict: normalised LMS on psi_(t-1), then p = tanh(Wp psi_t).
         n2 = st["psi_prev_norm2"]
@@ -481,6 +497,9 @@ def make_cycle(shape):
             "driver_critic_trace": driver_critic_trace,
             "driver_actor": driver_actor,
             "driver_actor_trace": driver_actor_trace,
+            "undo_left": undo_left,
+            "undo_held": undo_held,
+            "undo_since": undo_since,
         }
         outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
         return new_state, outputs
@@ -501,12 +520,13 @@ def _clamp(v, bound):
     return -bound if v < -bound else (bound if v > bound else v)
 
 
-def scalar_cycle(shape, field, st, params, sensors, reward, draws):
+def scalar_cycle(shape, field, st, params, sensors, reward, draws, undo_draw):
     """One robot's cycle, loop by loop in the order of gpu/cpu/field_pass.cc (EvolveSlab) and
     gpu/cpu/robot_steps.cc (OpenCycle, CloseCycle), in Python floats. `field` is a flat list in
     F[c][x][y][z] order; `st` a dict of numbers and lists (as init_state's, one robot, less the
     field); `params` has "sites" (N x 3), "mix" (N x content) and, optionally, "learn_motors"
-    (default on); `draws` is the cycle's normal draws: the driver's eps, one per motor.
+    (default on); `draws` is the cycle's normal draws: the driver's eps, one per motor; `undo_draw`
+    the uniform draw that may start the driver's undo.
     Returns (new field, new state, outputs)."""
     X, Y, Z = shape.nx, shape.ny, shape.nz
     cc, mm, q, gs = shape.content, shape.memory, shape.quarter, shape.group_size
@@ -598,11 +618,6 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     # The summary of F_t+1 (readout.h FieldSummary).
     blocks = POOL_CELLS ** 3
     pool = [[0.0] * blocks for _ in range(CONTENT_GROUPS)]
-    abs_sum = [0.0] * CONTENT_GROUPS
-    ramp_sum = [[0.0] * 3 for _ in range(CONTENT_GROUPS)]
-
-    def ramp(i, size):
-        return -1.0 + 2.0 * i / (size - 1)
 
     for x in range(X):
         for y in range(Y):
@@ -612,12 +627,8 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
                 for g in range(CONTENT_GROUPS):
                     a = sum(out[(g * gs + j) * XYZ + v] for j in range(gs)) / gs
                     pool[g][block] += a
-                    abs_sum[g] += abs(a)
-                    ramp_sum[g][0] += ramp(x, X) * a
-                    ramp_sum[g][1] += ramp(y, Y) * a
-                    ramp_sum[g][2] += ramp(z, Z) * a
 
-    # CloseCycle: psi, the pulls, the driver and its motors, prediction. psi here is the
+    # CloseCycle: psi, the driver and its motors, prediction. psi here is the
     # compact [phi_t | 4 s_t | 4 s_(t-1)] of readout_features(n) entries (the engines' entries
     # past sensor_count are 0 with weights that stay 0).
     raw = [pool[g][blk] * blocks / shape.voxels for g in range(CONTENT_GROUPS) for blk in range(blocks)]
@@ -631,12 +642,6 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     psi += [st["psi_prev"][FEATURES + i] for i in range(n)]
     n_psi = len(psi)
     norm2 = sum(v * v for v in psi)
-
-    # Step 4: the pulls (the driver's).
-    pulls = []
-    for k in range(k_motors):
-        g, axis = k % CONTENT_GROUPS, k % 3
-        pulls.append(2.0 * ramp_sum[g][axis] / (abs_sum[g] + PULL_EPSILON * shape.voxels))
 
     # Step 5: the driver (DriverStep).
     s_prev = [st["psi_prev"][FEATURES + i] / FRAME_GAIN for i in range(n)]
@@ -652,7 +657,7 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
         dd = _clamp(reward + DRIVER_DISCOUNT * v_now - v_prev, DRIVER_DELTA_BOUND)
         driver_critic = [_clamp(driver_critic[j] + DRIVER_CRITIC_RATE * dd / n_d * st["driver_critic_trace"][j],
                                 DRIVER_WEIGHT_BOUND) for j in range(n_d)]
-        if params.get("learn_motors", True):
+        if params.get("learn_motors", True) and not st["undo_held"]:
             first = st["cycle"] == 1
             adv = _clamp(reward + DRIVER_VALUE_SHARE * (DRIVER_DISCOUNT * v_now - v_prev), DRIVER_DELTA_BOUND)
             dev = adv - error_mean
@@ -670,19 +675,33 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
     keep = DRIVER_DISCOUNT * DRIVER_LAMBDA
     driver_critic_trace = [keep * st["driver_critic_trace"][j] + d[j] for j in range(n_d)]
     spread = DRIVER_SPREAD + DRIVER_FRUSTRATION_SPREAD * frustration
-    driver_actor_trace, motors = [], []
-    for k in range(k_motors):
-        pre_k = sum(driver_actor[k][j] * d[j] for j in range(n_d)) + pulls[k]
-        squashed_k = math.tanh(pre_k)
-        mean_gain = 1.0 / math.tanh(DRIVER_PREACTIVATION_BOUND)
-        mean_k = _clamp(squashed_k * mean_gain, 1.0)
-        score = eps[k] / spread * mean_gain * (1.0 - squashed_k * squashed_k)
-        driver_actor_trace.append([keep * st["driver_actor_trace"][k][j] + score * d[j] for j in range(n_d)])
-        motors.append(_clamp(mean_k + spread * eps[k], 1.0))
-        if params.get("learn_motors", True):
-            excess = pre_k - min(max(pre_k, -DRIVER_PREACTIVATION_BOUND), DRIVER_PREACTIVATION_BOUND)
-            bound_step = -DRIVER_ACTOR_RATE * excess / n_d
-            driver_actor[k] = [_clamp(driver_actor[k][j] + bound_step * d[j], DRIVER_WEIGHT_BOUND) for j in range(n_d)]
+    mean_gain = 1.0 / math.tanh(DRIVER_PREACTIVATION_BOUND)
+    undo_left, undo_held, undo_since = st["undo_left"], st["undo_held"], st["undo_since"]
+    driver_actor_trace = [list(row) for row in st["driver_actor_trace"]]
+    if undo_left > 0:  # the undo goes on
+        motors = list(st["motor_prev"])
+        undo_left -= 1
+    else:
+        undo_since = 0 if undo_held else min(undo_since + 1, UNDO_SINCE_CAP)
+        undo_held = reward_fast < UNDO_TROUBLE and undo_since >= UNDO_GAP and undo_draw <= UNDO_CHANCE
+        motors = []
+        for k in range(k_motors):
+            pre_k = sum(driver_actor[k][j] * d[j] for j in range(n_d))
+            squashed_k = math.tanh(pre_k)
+            mean_k = _clamp(squashed_k * mean_gain, 1.0)
+            if undo_held:  # one starts: the negated mean, the traces cleared
+                motors.append(-mean_k)
+                driver_actor_trace[k] = [0.0] * n_d
+                continue
+            score = eps[k] / spread * mean_gain * (1.0 - squashed_k * squashed_k)
+            driver_actor_trace[k] = [keep * st["driver_actor_trace"][k][j] + score * d[j] for j in range(n_d)]
+            motors.append(_clamp(mean_k + spread * eps[k], 1.0))
+            if params.get("learn_motors", True):
+                excess = pre_k - min(max(pre_k, -DRIVER_PREACTIVATION_BOUND), DRIVER_PREACTIVATION_BOUND)
+                bound_step = -DRIVER_ACTOR_RATE * excess / n_d
+                driver_actor[k] = [_clamp(driver_actor[k][j] + bound_step * d[j], DRIVER_WEIGHT_BOUND)
+                                   for j in range(n_d)]
+        undo_left = UNDO_CYCLES - 1 if undo_held else 0
 
     # Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
     inv_n2 = 1.0 / st["psi_prev_norm2"] if st["psi_prev_norm2"] > NORM2_FLOOR else 0.0
@@ -697,7 +716,8 @@ def scalar_cycle(shape, field, st, params, sensors, reward, draws):
         "feature_scale": scale, "psi_prev": psi, "motor_prev": motors, "prediction": prediction, "wp": wp,
         "driver_advantage_square": error_square, "driver_advantage_mean": error_mean,
         "driver_critic": driver_critic, "driver_critic_trace": driver_critic_trace, "driver_actor": driver_actor,
-        "driver_actor_trace": driver_actor_trace,
+        "driver_actor_trace": driver_actor_trace, "undo_left": undo_left, "undo_held": undo_held,
+        "undo_since": undo_since,
     }
     outputs = {"motors": motors, "prediction": prediction, "confidence": conf, "error": err}
     return out, new_state, outputs
@@ -744,9 +764,10 @@ def run_cycles(step, state, consts, ring, first, count, n_motors, gen, timer=Non
         if timer is not None:
             timer.start()
         draws = torch.randn(batch, n_motors, device=device, generator=gen)  # the driver's eps
+        undo_draws = 1.0 - torch.rand(batch, device=device, generator=gen)  # in (0, 1]
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        state, out = step(state, consts, sensors, reward, draws)
+        state, out = step(state, consts, sensors, reward, draws, undo_draws)
         if timer is not None:
             timer.stop()
         if graphs:
@@ -885,10 +906,11 @@ def check_parity(device, robots, cycles, log):
     for t in range(cycles):
         sensors, reward = ring.frame(t)
         draws = torch.randn(robots, MOTORS, device=device, generator=gen)
-        state, out = step(state, consts, sensors, reward, draws)
+        undo_draws = 1.0 - torch.rand(robots, device=device, generator=gen)
+        state, out = step(state, consts, sensors, reward, draws, undo_draws)
         for b in range(robots):
             fields[b], scalar[b], s_out = scalar_cycle(shape, fields[b], scalar[b], params[b], sensors[b].tolist(),
-                                                       float(reward[b]), draws[b].tolist())
+                                                       float(reward[b]), draws[b].tolist(), float(undo_draws[b]))
             ref_field = torch.tensor(fields[b], dtype=torch.float64)
             worst = max(worst, float((state["field"][b].reshape(-1).double().cpu() - ref_field).abs().max()))
             for key in ("motors", "prediction"):
@@ -960,12 +982,13 @@ def measure(shape, batch, mode, args, device, deadline):
     if compiled:
         sensors, reward = ring.frame(done)
         draws = torch.randn(batch, MOTORS, device=device, generator=gen)
+        undo_draws = 1.0 - torch.rand(batch, device=device, generator=gen)
         # Both copies before the compiled call: a graph replay may reuse the memory of `state`.
         for_compiled, for_eager = clone_state(state), clone_state(state)
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        compiled_out = step(for_compiled, consts, sensors, reward, draws)
-        diff = max_difference(compiled_out, eager(for_eager, consts, sensors, reward, draws))
+        compiled_out = step(for_compiled, consts, sensors, reward, draws, undo_draws)
+        diff = max_difference(compiled_out, eager(for_eager, consts, sensors, reward, draws, undo_draws))
         row["compile_vs_eager_max_diff"] = diff
         if not diff <= COMPARE_TOL:
             problems.append(f"compiled cycle differs from eager by {diff} > {COMPARE_TOL}")

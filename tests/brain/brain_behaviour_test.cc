@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "gpu/model/driver.h"
 #include "gpu/model/exploration.h"
 #include "gtest/gtest.h"
 #include "tests/brain/brain_rig.h"
@@ -26,20 +27,92 @@ float Std(const std::vector<float>& v) {
   return std::sqrt(ss / float(v.size()));
 }
 
-// A field rising along x in every content channel pulls motor 0 (group 0, axis x) forward.
-TEST(BrainBehaviour, FieldRisingAlongXDrivesMotorZeroForward) {
+// The motors are the driver's, from the sensor frame: the field no longer pulls them (docs/brain.md,
+// issue 23, fifteenth session). A brain whose field rises steeply along every axis sends, on the
+// same frame, exactly the motors of the same brain with the field it was born with.
+TEST(BrainBehaviour, TheFieldDoesNotReachTheMotors) {
   for (const FieldShape shape : {FieldShape::Tiny(), FieldShape::Small(), FieldShape::Default()}) {
-    for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
-      BrainRig rig(shape, 1);
-      const int b = rig.Add(Spec(seed));
-      BrainSnapshot snap = *rig.engine().Snapshot(rig.slot(b));
+    for (uint64_t seed : {1u, 2u, 3u}) {
+      BrainRig rig(shape, 2);
+      const int born = rig.Add(Spec(seed)), tilted = rig.Add(Spec(seed));
+      BrainSnapshot snap = *rig.engine().Snapshot(rig.slot(tilted));
       for (int c = 0; c < shape.content(); ++c)
         for (int x = 0; x < shape.nx; ++x)
           for (int y = 0; y < shape.ny; ++y)
-            for (int z = 0; z < shape.nz; ++z) snap.field[shape.index(c, x, y, z)] = float(x) / float(shape.nx);
-      ASSERT_TRUE(rig.engine().Restore(rig.slot(b), snap).ok());
-      const CycleOut out = rig.Step1(b, std::vector<float>(kSensors, 0.0f));
-      EXPECT_GT(out.motors[0], 0.1f) << "seed " << seed << " field " << shape.nx;
+            for (int z = 0; z < shape.nz; ++z)
+              snap.field[shape.index(c, x, y, z)] = float(x + y + z) / float(shape.nx + shape.ny + shape.nz);
+      ASSERT_TRUE(rig.engine().Restore(rig.slot(tilted), snap).ok());
+      std::mt19937 rng{uint32_t(seed)};
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      bool predictions_differ = false;
+      for (int t = 0; t < 5; ++t) {
+        std::vector<float> frame(kSensors);
+        for (float& v : frame) v = u(rng);
+        const std::vector<int> both{born, tilted};
+        const std::vector<CycleOut> out = rig.Step(both, {frame, frame}, {0.1f, 0.1f});
+        for (int k = 0; k < kMotors; ++k)
+          ASSERT_EQ(out[0].motors[k], out[1].motors[k]) << "seed " << seed << " field " << shape.nx << " cycle " << t;
+        predictions_differ = predictions_differ || out[0].prediction != out[1].prediction;
+      }
+      EXPECT_TRUE(predictions_differ) << "seed " << seed << " field " << shape.nx << ": the field still shapes the prediction";
+    }
+  }
+}
+
+// The undo on trouble (gpu/model/driver.h): while the reward stays at -1, the driver holds the
+// negation of its mean command for kUndoCycles cycles, its actor idle and learning nothing
+// meanwhile, then drives again for at least kUndoGap cycles before the next; a robot that is
+// not in trouble never holds.
+TEST(BrainBehaviour, TroubleStartsUndosThatHoldTheNegatedCommandAndLearnNothing) {
+  for (uint64_t seed : {11u, 12u, 13u}) {
+    BrainRig rig(FieldShape::Tiny(), 1);
+    const int b = rig.Add(Spec(seed));
+    std::vector<float> frame(kSensors);
+    for (int i = 0; i < kSensors; ++i) frame[i] = 0.3f * std::sin(float(i));
+    auto state = [&] { return rig.engine().Snapshot(rig.slot(b))->state; };
+
+    for (int t = 0; t < 600; ++t) {  // content: +0.1 a cycle
+      rig.Step1(b, frame, 0.1f);
+      ASSERT_EQ(state().undo_held, 0) << "seed " << seed << " cycle " << t << ": an undo without trouble";
+    }
+
+    std::vector<int> starts, lengths;  // of each undo, in cycles of trouble
+    CycleOut held;
+    RobotState before = state();
+    for (int t = 0; t < 1500; ++t) {  // trouble: -1 a cycle
+      const CycleOut out = rig.Step1(b, frame, -1.0f);
+      const RobotState now = state();
+      if (now.undo_held && now.undo_left == model::kUndoCycles - 1) {  // one starts
+        starts.push_back(t);
+        lengths.push_back(1);
+        held = out;
+        for (int k = 0; k < kMotors; ++k) {
+          float dot = 0.0f;  // the mean of the actor as it is, after this cycle's learning
+          for (int j = 0; j < model::kDriverFeatures; ++j)
+            if (model::driver_feature_used(j, kSensors)) dot += now.driver_actor[k][j] * model::driver_feature(j, frame.data());
+          EXPECT_NEAR(out.motors[k], -model::driver_policy(dot).mean, 1e-5f) << "seed " << seed << " motor " << k;
+          for (int j = 0; j < model::kDriverFeatures; ++j) ASSERT_EQ(now.driver_actor_trace[k][j], 0.0f);
+        }
+      } else if (now.undo_held) {  // one goes on: the same command, the actor untouched
+        ASSERT_FALSE(starts.empty());
+        ++lengths.back();
+        EXPECT_EQ(out.motors, held.motors) << "seed " << seed << " cycle " << t;
+        EXPECT_TRUE(std::equal(&before.driver_actor[0][0], &before.driver_actor[0][0] + kMaxMotors * model::kDriverFeatures,
+                               &now.driver_actor[0][0]))
+            << "seed " << seed << " cycle " << t << ": the actor learnt during an undo";
+      }
+      before = now;
+    }
+    std::printf("seed %llu: %zu undos in 1500 cycles of trouble\n", static_cast<unsigned long long>(seed), starts.size());
+    ASSERT_GE(starts.size(), 5u) << "seed " << seed << ": about one every 135 cycles of trouble";
+    EXPECT_LE(starts.size(), 1500u / (model::kUndoCycles + model::kUndoGap) + 1) << "seed " << seed;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      if (i + 1 < starts.size()) {
+        EXPECT_EQ(lengths[i], model::kUndoCycles) << "seed " << seed << " undo " << i;
+      }
+      if (i > 0) {
+        EXPECT_GE(starts[i] - starts[i - 1], model::kUndoCycles + model::kUndoGap) << "seed " << seed;
+      }
     }
   }
 }

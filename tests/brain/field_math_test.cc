@@ -174,7 +174,6 @@ TEST(Exploration, ConfidenceFrustrationAndBoredomFollowTheFormulas) {
 }
 
 TEST(Readout, LearningRulesFollowTheFormulas) {
-  EXPECT_FLOAT_EQ(field_pull(10.0f, 100.0f, 1000), 2.0f * 10.0f / 101.0f);
   EXPECT_FLOAT_EQ(frame_feature(0.5f), 0.5f * kFrameGain);
   EXPECT_FLOAT_EQ(wp_next(0.0f, 0.4f, 2.0f, 0.25f), 0.1f);
   EXPECT_EQ(inverse_norm2(0.0f), 0.0f);

@@ -41,6 +41,8 @@ std::vector<float> StateFloats(const RobotState& s) {
   AddArray(v, &s.driver_actor[0][0], size_t(kMaxMotors) * model::kDriverFeatures);
   for (const auto& row : s.driver_actor_trace)
     for (float t : row) v.push_back(t / 30.0f);
+  // The undo's counts, exact in float: any difference is over every tolerance.
+  v.insert(v.end(), {float(s.undo_left), float(s.undo_held), float(s.undo_since)});
   return v;
 }
 
@@ -50,7 +52,10 @@ void FillInputRow(const BrainSpec& spec, uint64_t cycle, int slot, BatchInputRow
   row = BatchInputRow{};
   row.slot = slot;
   for (int i = 0; i < spec.sensor_count; ++i) row.sensors[i] = Uniform(spec.seed, cycle, uint64_t(i));
-  row.reward = cycle % 3 == 0 ? (Uniform(spec.seed, cycle, 1000) > 0.0f ? 0.5f : -0.5f) : 0.0f;
+  // Cycles 40-79 of every 120 are trouble (reward -1), long enough for the driver's undo to start
+  // (reward_fast falls below -0.3 after 18 of them); the rest pay +-0.5 every third cycle.
+  const bool trouble = cycle % 120 >= 40 && cycle % 120 < 80;
+  row.reward = trouble ? -1.0f : cycle % 3 == 0 ? (Uniform(spec.seed, cycle, 1000) > 0.0f ? 0.5f : -0.5f) : 0.0f;
 }
 
 absl::Status ParityRun::Add(const BrainSpec& spec) {

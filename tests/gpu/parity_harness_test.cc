@@ -40,7 +40,7 @@ std::unique_ptr<ParityRun> CpuRun(int threads) {
 TEST(ParityHarness, InputsAreDeterministicAndInRange) {
   const BrainSpec spec{5, 64, 4, true};
   BatchInputRow a, b;
-  for (uint64_t cycle = 0; cycle < 50; ++cycle) {
+  for (uint64_t cycle = 0; cycle < 240; ++cycle) {
     FillInputRow(spec, cycle, 3, a);
     FillInputRow(spec, cycle, 3, b);
     EXPECT_EQ(a.slot, 3);
@@ -49,7 +49,12 @@ TEST(ParityHarness, InputsAreDeterministicAndInRange) {
       EXPECT_GE(a.sensors[i], -1.0f);
       EXPECT_LE(a.sensors[i], 1.0f);
     }
-    EXPECT_TRUE(a.reward == 0.0f || a.reward == 0.5f || a.reward == -0.5f);
+    EXPECT_EQ(a.reward, b.reward);
+    if (cycle % 120 >= 40 && cycle % 120 < 80) {
+      EXPECT_EQ(a.reward, -1.0f) << "cycle " << cycle << " is in a stretch of trouble";
+    } else {
+      EXPECT_TRUE(a.reward == 0.0f || a.reward == 0.5f || a.reward == -0.5f);
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gpu/engine.h"
 #include "gtest/gtest.h"
+#include "common/sha256.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/brain_directory.h"
 #include "server/checkpoint/checkpointer.h"
@@ -94,7 +95,7 @@ TEST_F(CheckpointFormatTest, ARestoredBrainRunsOnBitForBitAsTheOriginal) {
   const std::string bytes = EncodeCheckpoint(Header(snapshot), snapshot);
   EXPECT_EQ(bytes, EncodeCheckpoint(Header(snapshot), snapshot)) << "the encoding is deterministic";
   EXPECT_EQ(bytes.substr(0, 8), std::string("FBCHKPT\n", 8));
-  EXPECT_EQ(bytes.substr(8, 4), std::string("\x04\x00\x00\x00", 4)) << "version 4, little-endian";
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\x05\x00\x00\x00", 4)) << "version 5, little-endian";
 
   absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(bytes, FieldShape::Small());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -144,7 +145,7 @@ TEST_F(CheckpointFormatTest, TheHeadIsReadFromTheStartOfTheFile) {
   other_magic[0] = 'X';
   EXPECT_EQ(PeekCheckpointHead(other_magic), std::nullopt);
   std::string other_version = head;
-  other_version[8] = 5;
+  other_version[8] = 6;
   EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
   other_version[8] = 3;
   EXPECT_EQ(PeekCheckpointHead(other_version), std::nullopt);
@@ -170,6 +171,34 @@ TEST_F(CheckpointFormatTest, AFileOfAnOlderLayoutIsRefusedWithTheReason) {
     EXPECT_THAT(status.message(), HasSubstr("the robot starts a new brain"));
     EXPECT_EQ(PeekCheckpointHead(old), std::nullopt);
   }
+}
+
+// Version 5 appended the driver's undo after the memory's patterns: a version 4 file (the same
+// bytes without those three counts) still resumes its brain, with the undo idle.
+TEST_F(CheckpointFormatTest, AVersion4FileResumesItsBrainWithTheUndoIdle) {
+  const BrainSnapshot snapshot = *engine_->Snapshot(original_);
+  ASSERT_EQ(snapshot.state.undo_left, 0);
+  ASSERT_EQ(snapshot.state.undo_held, 0);
+  ASSERT_EQ(snapshot.state.undo_since, model::kUndoSinceCap);
+  const std::string current = EncodeCheckpoint(Header(snapshot), snapshot);
+  constexpr size_t kUndoBytes = 3 * sizeof(int32_t);
+  const size_t length_at = kCheckpointCycleEnd + 4 + std::string("car-7").size() + 32 + 8;
+  const size_t payload_at = length_at + 8 + 32;
+  std::string v4 = current.substr(0, current.size() - kUndoBytes);
+  v4[8] = 4;
+  const uint64_t payload_bytes = v4.size() - payload_at;
+  for (int i = 0; i < 8; ++i) v4[length_at + size_t(i)] = char(uint8_t(payload_bytes >> (8 * i)));
+  const Sha256Digest digest = Sha256(absl::string_view(v4).substr(0, length_at + 8), absl::string_view(v4).substr(payload_at));
+  v4.replace(length_at + 8, 32, reinterpret_cast<const char*>(digest.data()), 32);
+
+  absl::StatusOr<DecodedCheckpoint> decoded = DecodeCheckpoint(v4, FieldShape::Small());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->snapshot.state.undo_left, 0);
+  EXPECT_EQ(decoded->snapshot.state.undo_held, 0);
+  EXPECT_EQ(decoded->snapshot.state.undo_since, model::kUndoSinceCap);
+  EXPECT_EQ(decoded->snapshot.state.cycle, snapshot.state.cycle);
+  EXPECT_EQ(EncodeCheckpoint(Header(decoded->snapshot), decoded->snapshot), current)
+      << "written again, it is the version 5 file of the original, whose undo was idle too";
 }
 
 // Daemons behind one proxy share the directory: a checkpoint is never written over the same
@@ -278,10 +307,18 @@ TEST_F(CheckpointFormatTest, DamagedOrForeignFilesAreRefusedWithTheReason) {
   EXPECT_FALSE(DecodeCheckpoint(header_flipped, FieldShape::Small()).ok());
   EXPECT_THAT(DecodeCheckpoint("a text file", FieldShape::Small()).status().message(), HasSubstr("not a fieldbrain"));
   std::string future = bytes;
-  future[8] = 5;
-  const absl::Status v5 = DecodeCheckpoint(future, FieldShape::Small()).status();
-  EXPECT_EQ(v5.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(v5.message(), HasSubstr("format version 5; this daemon reads version 4 only"));
+  future[8] = 6;
+  const absl::Status v6 = DecodeCheckpoint(future, FieldShape::Small()).status();
+  EXPECT_EQ(v6.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(v6.message(), HasSubstr("format version 6; this daemon reads versions 4 to 5"));
+  // The driver's undo state is checked like any other count: an undo held for 1000 cycles is no
+  // state this daemon writes.
+  BrainSnapshot long_undo = snapshot;
+  long_undo.state.undo_left = 1000;
+  long_undo.state.undo_held = 1;
+  const absl::Status undo = DecodeCheckpoint(EncodeCheckpoint(Header(long_undo), long_undo), FieldShape::Small()).status();
+  EXPECT_EQ(undo.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(undo.message(), HasSubstr("undo state is out of range"));
   const absl::Status shape = DecodeCheckpoint(bytes, FieldShape::Default()).status();
   EXPECT_EQ(shape.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(shape.message(), HasSubstr("field shape 32x16x16x16; this daemon runs 64x32x32x32"));
