@@ -41,7 +41,10 @@ rc=$?
 cat "$work/replay.default.txt"
 [ "$rc" = 1 ] || fail "replay on another field exited $rc, expected 1"
 grep -q "^note .*field 32x16x16x16; replayed on cpu, field 64x32x32x32" "$work/replay.default.txt" || fail "no field note"
-grep -q "^result        DIFFERENT at frame 0 (seq 1" "$work/replay.default.txt" || fail "first difference not at frame 0"
+# The field no longer reaches the motors (docs/decisions.md), so the first answers agree; the other
+# field shows within the first frames, through the prediction and the confidence it sets.
+grep -q "^result        DIFFERENT at frame [0-9] (seq [0-9]*, recorded cycle" "$work/replay.default.txt" ||
+  fail "no difference within the first 10 frames"
 
 head -c 1000 "$work/session.rec.0" > "$work/cut.rec"
 "$replay" --target="127.0.0.1:$small" --recording="$work/cut.rec" > "$work/cut.txt" 2>&1
