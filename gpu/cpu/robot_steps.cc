@@ -129,24 +129,26 @@ void DriverStep(const RobotParams& params, RobotState& state, const float* senso
     }
   }
   ForEachDriverFeature(n, [&](int j) { state.driver_critic_trace[j] = model::driver_trace_next(state.driver_critic_trace[j], d[j]); });
-  if (state.undo_left > 0) {  // the undo goes on: the held command again, the actor idle
-    for (int k = 0; k < params.motor_count; ++k) motors[k] = state.motor_prev[k];
-    --state.undo_left;
-    return;
+  const model::UndoStep undo = model::driver_undo_step(state.undo_left, state.undo_held, state.undo_since,
+                                                       state.reward_fast, params.seed, state.cycle);
+  state.undo_left = undo.left;
+  state.undo_held = undo.held;
+  state.undo_since = undo.since;
+  switch (undo.mode) {
+    case model::UndoMode::kGoesOn:  // the held command again, the actor idle
+      for (int k = 0; k < params.motor_count; ++k) motors[k] = state.motor_prev[k];
+      return;
+    case model::UndoMode::kStarts:
+      for (int k = 0; k < params.motor_count; ++k) {
+        float dot = 0.0f;
+        ForEachDriverFeature(n, [&](int j) { dot += state.driver_actor[k][j] * d[j]; });
+        motors[k] = model::driver_undo_command(model::driver_policy(dot).mean);
+        ForEachDriverFeature(n, [&](int j) { state.driver_actor_trace[k][j] = 0.0f; });
+      }
+      return;
+    case model::UndoMode::kDrives:
+      break;
   }
-  state.undo_since = model::driver_undo_since_next(state.undo_since, state.undo_held);
-  if (model::driver_undo_starts(state.reward_fast, state.undo_since, params.seed, state.cycle)) {
-    for (int k = 0; k < params.motor_count; ++k) {
-      float dot = 0.0f;
-      ForEachDriverFeature(n, [&](int j) { dot += state.driver_actor[k][j] * d[j]; });
-      motors[k] = model::driver_undo_command(model::driver_policy(dot).mean);
-      ForEachDriverFeature(n, [&](int j) { state.driver_actor_trace[k][j] = 0.0f; });
-    }
-    state.undo_left = model::kUndoCycles - 1;
-    state.undo_held = 1;
-    return;
-  }
-  state.undo_held = 0;
   const float spread = model::driver_spread(frustration);
   for (int k = 0; k < params.motor_count; ++k) {
     float dot = 0.0f;

@@ -59,10 +59,10 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   const uint64_t cycle = st.cycle;
   // The driver's undo, decided alike by every thread: one under way goes on, or one may start.
   const bool judged_held = st.undo_held != 0;  // this reward judges a held command
-  const bool undo_goes_on = st.undo_left > 0;
-  const int32_t undo_left = st.undo_left;
-  const int32_t undo_since = model::driver_undo_since_next(st.undo_since, judged_held);
-  const bool undo_starts = !undo_goes_on && model::driver_undo_starts(st.reward_fast, undo_since, p.seed, cycle);
+  const model::UndoStep undo =
+      model::driver_undo_step(st.undo_left, st.undo_held, st.undo_since, st.reward_fast, p.seed, cycle);
+  const bool undo_goes_on = undo.mode == model::UndoMode::kGoesOn;
+  const bool undo_starts = undo.mode == model::UndoMode::kStarts;
 
   // FieldSummary: pool entry (g, b) is thread g * 64 + b, summing the partials of the blocks of
   // its pool cell, x-slab by x-slab, then y-tile by y-tile.
@@ -199,13 +199,9 @@ FB_KERNEL(CloseCycleKernel, kCloseThreads, const CycleArgs a) {
   if (tid < kMaxMotors) o.motors[tid] = tid < motor_count ? motors[tid] : 0.0f;
   if (tid < kMaxSensors) o.prediction[tid] = tid < sensor_count ? st.prediction[tid] : 0.0f;
   if (tid == 0) {
-    if (undo_goes_on) {
-      st.undo_left = undo_left - 1;
-    } else {
-      st.undo_left = undo_starts ? model::kUndoCycles - 1 : 0;
-      st.undo_held = undo_starts ? 1 : 0;
-      st.undo_since = undo_since;
-    }
+    st.undo_left = undo.left;
+    st.undo_held = undo.held;
+    st.undo_since = undo.since;
     st.psi_prev_norm2 = norm2;
     st.cycle = cycle + 1;
     o.confidence = st.confidence;

@@ -213,4 +213,25 @@ FB_HD int32_t driver_undo_since_next(int32_t since, bool held_before) {
   return held_before ? 0 : (since < kUndoSinceCap ? since + 1 : kUndoSinceCap);
 }
 
+// What the driver does with the motors this cycle, and the undo's counts after it (RobotState's
+// undo_left, undo_held, undo_since). Both engines take their branch from here.
+enum class UndoMode : int32_t {
+  kDrives,  // the actor acts (and its traces take the score)
+  kStarts,  // an undo starts: the negated mean is sent, the traces are cleared
+  kGoesOn,  // an undo under way: last cycle's command again
+};
+struct UndoStep {
+  UndoMode mode;
+  int32_t left;
+  int32_t held;
+  int32_t since;
+};
+FB_HD UndoStep driver_undo_step(int32_t left, int32_t held, int32_t since, float reward_fast, uint64_t seed,
+                                uint64_t cycle) {
+  if (left > 0) return {UndoMode::kGoesOn, left - 1, held, since};
+  const int32_t since_next = driver_undo_since_next(since, held != 0);
+  if (driver_undo_starts(reward_fast, since_next, seed, cycle)) return {UndoMode::kStarts, kUndoCycles - 1, 1, since_next};
+  return {UndoMode::kDrives, 0, 0, since_next};
+}
+
 }  // namespace fieldbrain::model
