@@ -40,11 +40,13 @@
 //   0.96: on rooms nothing had seen, its cars that met nothing out-drove the brain's by 2 %
 //   (docs/brain.md, issue 23, seventh session);
 // - an undo on trouble (driver_undo_starts): while the reward over the last second is well below
-//   zero, the driver may hold the negation of its mean command for half a second, the actor idle
+//   zero, the driver may hold the negation of its mean command for a second, the actor idle
 //   and learning nothing meanwhile. A memoryless linear policy cannot back out of a slot it drove
 //   into (what it sees there says "forward" as it did on the way in); the hand-written reactive
 //   driver gets out with a remembered sequence, and so does this. With it, 7 cars of 1024 failed
-//   where 29 failed without (docs/brain.md, issue 23, fourteenth and fifteenth sessions).
+//   where 29 failed without, and held for a second rather than half a second, 2048 cars bumped
+//   40 % less in their first 40 seconds and failed as often at the end (docs/brain.md, issue 23,
+//   fourteenth to sixteenth sessions).
 //
 // Step sizes are per feature (each rate over the number of features in use), so settings carry
 // over between sensor counts.
@@ -197,7 +199,7 @@ FB_HD float driver_motor(float mean, float eps, float spread) { return clampf(me
 // driving cars into walls (docs/brain.md, issue 23, twelfth and fourteenth sessions).
 inline constexpr float kUndoTrouble = -0.3f;
 inline constexpr int kUndoGap = 100;       // cycles the actor drives between two undos, at least
-inline constexpr int kUndoCycles = 25;     // half a second at 50 Hz
+inline constexpr int kUndoCycles = 50;     // a second at 50 Hz (half a second bumped more early on)
 inline constexpr float kUndoChance = 0.11920292f;  // sigmoid(-2)
 inline constexpr int32_t kUndoSinceCap = 1 << 20;  // undo_since saturates here
 

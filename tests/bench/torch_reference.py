@@ -121,10 +121,10 @@ DRIVER_PREACTIVATION_BOUND = 2.0  # kDriverPreactivationBound
 DRIVER_DELTA_BOUND = 10.0  # kDriverDeltaBound
 DRIVER_WEIGHT_BOUND = 50.0  # kDriverWeightBound
 # The driver's undo on trouble (driver.h): reward_fast below -0.3, at least 100 cycles after the
-# last, with chance sigmoid(-2) a cycle; it holds -mu for 25 cycles, the actor idle.
+# last, with chance sigmoid(-2) a cycle; it holds -mu for 50 cycles, the actor idle.
 UNDO_TROUBLE = -0.3
 UNDO_GAP = 100
-UNDO_CYCLES = 25
+UNDO_CYCLES = 50
 UNDO_CHANCE = 0.11920292
 UNDO_SINCE_CAP = 1 << 20
 # Frustration and boredom (exploration.h), which the driver reads.
