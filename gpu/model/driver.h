@@ -39,7 +39,7 @@
 //   at 0.96 and the clamp at 1 cut the noise's upper tail), the tuned baseline, unbounded, about
 //   0.96: on rooms nothing had seen, its cars that met nothing out-drove the brain's by 2 %
 //   (docs/brain.md, issue 23, seventh session);
-// - an undo on trouble (driver_undo_starts): while the reward over the last second is well below
+// - an undo on trouble (driver_undo_step): while the reward over the last second is well below
 //   zero, the driver may hold the negation of its mean command for a second, the actor idle
 //   and learning nothing meanwhile. A memoryless linear policy cannot back out of a slot it drove
 //   into (what it sees there says "forward" as it did on the way in); the hand-written reactive
