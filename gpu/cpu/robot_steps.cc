@@ -22,6 +22,22 @@ void KeyCosines(const float (*key)[2], const MemoryBank& bank, float* cos) {
   for (int j = 0; j < kMemoryEntries; ++j) cos[j] = model::key_cosine(bank.used[j] ? model::key_dot(key, bank.key[j]) : 0.0f);
 }
 
+// model::key_bin for every bin, sensor by sensor so that the bins' loop vectorises (each bin
+// still adds its terms in sensor order, from zero).
+void KeyBins(const RobotParams& params, const float* sensors, float (*key)[2]) {
+  float re[kKeyBins] = {}, im[kKeyBins] = {};
+  for (int i = 0; i < params.sensor_count; ++i)
+    for (int k = 1; k < kKeyBins - 1; ++k) {
+      const model::SinCos e = model::key_term(params, sensors, i, k);
+      re[k] += e.cos;
+      im[k] += e.sin;
+    }
+  for (int k = 0; k < kKeyBins; ++k) {
+    key[k][0] = re[k];
+    key[k][1] = im[k];
+  }
+}
+
 }  // namespace
 
 void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pooled) {
@@ -49,11 +65,7 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
     std::copy_n(pooled_memory, pattern_floats, memory_patterns + entry * pattern_floats);
   }
 
-  for (int k = 0; k < kKeyBins; ++k) {
-    const hrr::Cf q = model::key_bin(params, sensors, k);
-    key[k][0] = q.re;
-    key[k][1] = q.im;
-  }
+  KeyBins(params, sensors, key);
   const float inv = model::key_inverse_norm(model::key_dot(key, key));
   for (int k = 0; k < kKeyBins; ++k) {
     key[k][0] *= inv;

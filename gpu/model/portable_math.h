@@ -39,12 +39,11 @@ FB_HD SinCos sin_cos(float x) {
   c = c * r2 - 1.388731625493765e-3f;
   c = c * r2 + 4.166664568298827e-2f;
   c = (1.0f - 0.5f * r2) + r2 * r2 * c;
-  switch (quadrant) {
-    case 0: return SinCos{s, c};
-    case 1: return SinCos{c, -s};
-    case 2: return SinCos{-s, -c};
-    default: return SinCos{-c, s};  // quadrant 3: the mask leaves no other value
-  }
+  // Quadrant 0: (s, c); 1: (c, -s); 2: (-s, -c); 3: (-c, s). Written as selects, not a switch,
+  // so that a loop of sin_cos vectorises on the CPU.
+  const bool odd = (quadrant & 1) != 0;
+  const float sin_r = odd ? c : s, cos_r = odd ? s : c;
+  return SinCos{(quadrant & 2) != 0 ? -sin_r : sin_r, ((quadrant + 1) & 2) != 0 ? -cos_r : cos_r};
 }
 
 // Natural log of a positive normal float: x = m 2^e with m in [sqrt(1/2), sqrt(2)), then
