@@ -17,7 +17,7 @@
 // the tiny field, 32 on the small one, 29 with no pull on either) and flipped the pan of the cars
 // that failed (docs/brain.md has the tables).
 //
-// Seven things the textbook learner lacks, each for a failure measured without it:
+// Eight things the textbook learner lacks, each for a failure measured without it:
 // - the actor steps on the advantage a = r + 0.2 (gamma V(d_t) - V(d_(t-1))), not on the whole TD
 //   error: the frame a reward comes with also holds the echo of the command it judges (a car's
 //   speed sensors), and a linear critic that learnt "fast forward comes before a bump" credits
