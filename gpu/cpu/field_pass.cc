@@ -10,25 +10,12 @@
 namespace fieldbrain::cpu {
 namespace {
 
-// Terms of SlabScratch, block_ floats each: 4 group means of F_t, memory coupling per r (4), lam,
-// k, eta per r (4 each), activity sums per r (4 each of |F|, F, F^2, quiet count), A_g of the new
-// field (4), the memory channels' sum.
+// Planes of SlabScratch: 4 group means, memory coupling per r (4), lam, k, eta per r (4 each),
+// activity sums per r (4 each of |F|, F, F^2, quiet count), A_g of the new field (4).
 constexpr int kGroupMean = 0, kCoupling = 4, kLam = 8, kRate = 12, kEta = 16;
-constexpr int kActAbs = 20, kActSum = 24, kActSq = 28, kActQuiet = 32, kNewGroup = 36, kMemSum = 40;
-constexpr int kTerms = 41;
+constexpr int kActAbs = 20, kActSum = 24, kActSq = 28, kActQuiet = 32, kNewGroup = 36;
+constexpr int kPlanes = 40;
 constexpr int kMaxNear = 32;  // sensors whose imprint reaches one column (at most 25 distinct)
-// Voxels per block: a block's terms (kTerms x kBlockVoxels floats, 21 KiB) fit in L1 beside the
-// rows the stencil reads.
-constexpr int kBlockVoxels = 128;
-
-// Rows per block: the largest divisor of ny whose rows hold at most kBlockVoxels voxels (one row
-// where a row alone is longer).
-int BlockRows(const FieldShape& sh) {
-  int rows = 1;
-  for (int r = 1; r <= sh.ny; ++r)
-    if (sh.ny % r == 0 && r * sh.nz <= kBlockVoxels) rows = r;
-  return rows;
-}
 
 // The loops below are small functions with __restrict parameters: that is where GCC trusts
 // restrict, and it lets every one of them vectorise.
@@ -63,21 +50,30 @@ void VoxelRates(const float* __restrict d_ret, const float* __restrict d_dif, co
   }
 }
 
-// F' of one z-row. `c` points one past the start of a copy of the row with a replicated voxel at
-// each end (PadRow), so the loop has no border cases and runs at full vector width; ym .. xp are
-// the rows around it, their indices already clamped at the field's borders.
-void CoreRow(const float* __restrict c, const float* __restrict ym, const float* __restrict yp,
-             const float* __restrict xm, const float* __restrict xp, const float* __restrict lam,
-             const float* __restrict rate, float* __restrict core, int Z) {
+// F' of one z-row. `c` points into a padded plane (one replicated voxel on each side of z, one
+// replicated row on each side of y, row pitch `pitch`), so the loop has no border cases and runs
+// at full vector width.
+void CoreRow(const float* __restrict c, int pitch, const float* __restrict xm, const float* __restrict xp,
+             const float* __restrict lam, const float* __restrict rate, float* __restrict core, int Z) {
   for (int z = 0; z < Z; ++z)
-    core[z] = model::evolve_core(c[z], model::laplacian7(c[z], xm[z], xp[z], ym[z], yp[z], c[z - 1], c[z + 1]),
-                                 lam[z], rate[z]);
+    core[z] = model::evolve_core(
+        c[z], model::laplacian7(c[z], xm[z], xp[z], c[z - pitch], c[z + pitch], c[z - 1], c[z + 1]), lam[z], rate[z]);
 }
 
-void PadRow(const float* __restrict src, int Z, float* __restrict padded) {
-  padded[0] = src[0];
-  for (int z = 0; z < Z; ++z) padded[z + 1] = src[z];
-  padded[Z + 1] = src[Z - 1];
+// Copies one channel's slab into a plane padded by one replicated voxel on every side.
+void PadPlane(const float* __restrict src, int Y, int Z, float* __restrict padded) {
+  const int pitch = Z + 2;
+  for (int y = 0; y < Y; ++y) {
+    float* row = padded + (y + 1) * pitch;
+    const float* in = src + y * Z;
+    row[0] = in[0];
+    for (int z = 0; z < Z; ++z) row[z + 1] = in[z];
+    row[Z + 1] = in[Z - 1];
+  }
+  for (int z = 0; z < pitch; ++z) {
+    padded[z] = padded[pitch + z];
+    padded[(Y + 1) * pitch + z] = padded[Y * pitch + z];
+  }
 }
 
 void ContentRow(const float* __restrict core, const float* __restrict imprint, const float* __restrict cou,
@@ -113,11 +109,10 @@ void DynamicsPlane(const float* __restrict f, const float* __restrict a_abs, con
 }  // namespace
 
 SlabScratch::SlabScratch(const FieldShape& shape)
-    : rows_(BlockRows(shape)),
-      block_(rows_ * shape.nz),
-      terms_(size_t(kTerms) * block_),
-      core_(block_),
-      padded_(shape.nz + 2),
+    : plane_(shape.ny * shape.nz),
+      planes_(size_t(kPlanes) * plane_),
+      row_(shape.nz),
+      padded_(size_t(shape.ny + 2) * (shape.nz + 2)),
       imprint_(shape.nz),
       zeros_(shape.nz, 0.0f),
       s_field_(shape.nz),
@@ -170,202 +165,162 @@ void PoolFromMemoryPlanes(const float* planes, const FieldShape& sh, float* pool
       }
 }
 
-// One slab's pass, block by block of y rows. Every per-voxel sum keeps the order of channels (and
-// of y, then z, for the pooled sums) that model:: defines, so the result does not depend on the
-// block size.
-class SlabPass {
- public:
-  SlabPass(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial)
-      : job_(job), sh_(*job.shape), p_(*job.params), s_(s), partial_(partial), x_(x),
-        xm_(std::max(x - 1, 0)), xp_(std::min(x + 1, job.shape->nx - 1)) {}
-
-  void Run() {
-    FindNearSensors();
-    if (job_.pattern_active) InterpolatePatternX();
-    for (int y0 = 0; y0 < sh_.ny; y0 += s_.rows_) Block(y0);
-    WriteMemoryPlane();
+// The imprint of content channel ch along row (x, y) (a row of zeros where no sensor reaches it):
+// each near sensor's share of S and of E, added per voxel in sensor order (a sensor reaches at
+// most 2 kImprintRadius + 1 voxels of a row), then imprint_term with the voxel's eta.
+const float* RowImprint(const SlabJob& job, int x, int y, int ch, const float* eta, SlabScratch& s) {
+  const RobotParams& p = *job.params;
+  const int Z = job.shape->nz, near_count = s.near_count_[y];
+  if (near_count == 0) return s.zeros_.data();
+  float* s_field = s.s_field_.data();
+  float* e_field = s.e_field_.data();
+  unsigned char* touched = s.touched_.data();
+  std::fill(s_field, s_field + Z, 0.0f);
+  std::fill(e_field, e_field + Z, 0.0f);
+  std::fill(touched, touched + Z, 0);
+  const int* near = &s.near_[size_t(y) * kMaxNear];
+  for (int k = 0; k < near_count; ++k) {
+    const int i = near[k];
+    const int plane_l1 = std::abs(p.site[i][0] - x) + std::abs(p.site[i][1] - y);
+    const float mix = p.mix[i][ch], sensor = job.sensors[i], error = job.errors[i];
+    const int zc = p.site[i][2];
+    for (int z = std::max(zc - model::kImprintRadius, 0); z <= std::min(zc + model::kImprintRadius, Z - 1); ++z) {
+      const float decay = s.decay_[plane_l1 + std::abs(zc - z)];
+      s_field[z] += model::imprint_share(mix, sensor, decay);
+      e_field[z] += model::imprint_share(mix, error, decay);
+      touched[z] = 1;
+    }
   }
+  float* imprint = s.imprint_.data();
+  for (int z = 0; z < Z; ++z) imprint[z] = touched[z] ? model::imprint_term(s_field[z], e_field[z], eta[z]) : 0.0f;
+  return imprint;
+}
 
- private:
-  const float* In(int ch, int x, int y) const { return job_.field_in + sh_.index(ch, x, y, 0); }
-  float* Out(int ch, int y) const { return job_.field_out + sh_.index(ch, x_, y, 0); }
-  float* Term(int i) const { return s_.term(i); }
+void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial) {
+  using namespace model;
+  const FieldShape& sh = *job.shape;
+  const RobotParams& p = *job.params;
+  const int Y = sh.ny, Z = sh.nz, YZ = Y * Z;
+  const int content = sh.content(), memory = sh.memory(), gs = sh.group_size(), q = sh.quarter();
+  const float* F = job.field_in;
+  float* out = job.field_out;
+  auto slab = [&](const float* base, int c, int xx) { return base + sh.index(c, xx, 0, 0); };
+  std::fill(s.planes_.begin(), s.planes_.end(), 0.0f);
+
+  // Cross-channel terms of F_t at this slab: group means, memory mean, local activity per r.
+  for (int ch = 0; ch < content; ++ch) {
+    const int r = ch % q;
+    AccumulateActivity(slab(F, ch, x), s.plane(kGroupMean + ch / gs), s.plane(kActAbs + r), s.plane(kActSum + r),
+                       s.plane(kActSq + r), s.plane(kActQuiet + r), YZ);
+  }
+  float* mem_sum = s.plane(kNewGroup);  // borrowed until the reduction below
+  for (int ch = content; ch < content + memory; ++ch) AddInto(slab(F, ch, x), mem_sum, YZ);
+  const float inv_gs = 1.0f / float(gs), inv_mem = 1.0f / float(memory);
+  for (int g = 0; g < kContentGroups; ++g) Scale(s.plane(kGroupMean + g), inv_gs, YZ);
+  for (int r = 0; r < q; ++r)
+    VoxelRates(slab(F, sh.dyn_channel(0, r), x), slab(F, sh.dyn_channel(1, r), x), slab(F, sh.dyn_channel(2, r), x),
+               slab(F, sh.dyn_channel(3, r), x), mem_sum, inv_mem, s.plane(kLam + r), s.plane(kRate + r),
+               s.plane(kEta + r), s.plane(kCoupling + r), YZ);
 
   // Sensors whose imprint window reaches each column (x, y) of this slab, in sensor order.
-  void FindNearSensors() {
-    for (int y = 0; y < sh_.ny; ++y) {
-      int n = 0;
-      for (int i = 0; i < p_.sensor_count && n < kMaxNear; ++i)
-        if (std::abs(p_.site[i][0] - x_) <= model::kImprintRadius && std::abs(p_.site[i][1] - y) <= model::kImprintRadius)
-          s_.near_[size_t(y) * kMaxNear + n++] = i;
-      s_.near_count_[y] = n;
-    }
+  for (int y = 0; y < Y; ++y) {
+    int n = 0;
+    for (int i = 0; i < p.sensor_count && n < kMaxNear; ++i)
+      if (std::abs(p.site[i][0] - x) <= kImprintRadius && std::abs(p.site[i][1] - y) <= kImprintRadius)
+        s.near_[size_t(y) * kMaxNear + n++] = i;
+    s.near_count_[y] = n;
   }
 
   // The recalled pattern at this slab's x, per memory channel: pattern_sample's x lerp of the
   // z-upsampled columns.
-  void InterpolatePatternX() {
-    const model::PatternAxis ax = model::pattern_axis(x_, sh_.nx / 4);
-    const int plane = (sh_.ny / 4) * sh_.nz;
-    for (int j = 0; j < sh_.memory(); ++j) {
-      const float* pz = job_.pattern_z + size_t(j) * (sh_.nx / 4) * plane;
-      LerpRun(pz + ax.i0 * plane, pz + ax.i1 * plane, ax.w, s_.pattern_x_.data() + size_t(j) * plane, plane);
+  if (job.pattern_active) {
+    const PatternAxis ax = pattern_axis(x, sh.nx / 4);
+    const int cy = Y / 4, plane = cy * Z;
+    for (int j = 0; j < memory; ++j) {
+      const float* pz = job.pattern_z + size_t(j) * (sh.nx / 4) * plane;
+      LerpRun(pz + ax.i0 * plane, pz + ax.i1 * plane, ax.w, s.pattern_x_.data() + size_t(j) * plane, plane);
     }
   }
 
-  void Block(int y0) {
-    const int B = s_.block_, q = sh_.quarter(), gs = sh_.group_size();
-    std::fill(Term(kGroupMean), Term(kGroupMean + kContentGroups), 0.0f);
-    for (int r = 0; r < q; ++r)
-      for (int t : {kActAbs, kActSum, kActSq, kActQuiet}) std::fill(Term(t + r), Term(t + r) + B, 0.0f);
-    std::fill(Term(kNewGroup), Term(kNewGroup + kContentGroups), 0.0f);
-    std::fill(Term(kMemSum), Term(kMemSum) + B, 0.0f);
-
-    // The per-voxel rates, from the dynamics channels and the memory channels' mean.
-    for (int ch = sh_.memory_begin(); ch < sh_.dynamics_begin(); ++ch) AddInto(In(ch, x_, y0), Term(kMemSum), B);
-    for (int r = 0; r < q; ++r)
-      VoxelRates(In(sh_.dyn_channel(0, r), x_, y0), In(sh_.dyn_channel(1, r), x_, y0),
-                 In(sh_.dyn_channel(2, r), x_, y0), In(sh_.dyn_channel(3, r), x_, y0), Term(kMemSum),
-                 1.0f / float(sh_.memory()), Term(kLam + r), Term(kRate + r), Term(kEta + r), Term(kCoupling + r), B);
-
-    // Content: F' plus the imprint and the coupling; the activity and group sums of F_t and the
-    // group sums of F_t+1 gathered on the way.
-    for (int ch = 0; ch < sh_.content(); ++ch) {
-      const int r = ch % q, g = ch / gs;
-      Core(ch, y0, r);
-      for (int i = 0; i < s_.rows_; ++i) {
-        const int o = i * sh_.nz;
-        ContentRow(s_.core_.data() + o, Imprint(ch, y0 + i, Term(kEta + r) + o), Term(kCoupling + r) + o,
-                   Out(ch, y0 + i), sh_.nz);
-      }
-      AccumulateActivity(In(ch, x_, y0), Term(kGroupMean + g), Term(kActAbs + r), Term(kActSum + r),
-                         Term(kActSq + r), Term(kActQuiet + r), B);
-      AddInto(Out(ch, y0), Term(kNewGroup + g), B);
-    }
-    for (int g = 0; g < kContentGroups; ++g) Scale(Term(kGroupMean + g), 1.0f / float(gs), B);
-
-    // Memory channels: F', the group mean, the recalled pattern; their coarse sums on the way.
-    for (int j = 0; j < sh_.memory(); ++j) {
-      const int ch = sh_.content() + j;
-      Core(ch, y0, ch % q);
-      for (int i = 0; i < s_.rows_; ++i) {
-        const int y = y0 + i, o = i * sh_.nz;
-        float* dst = Out(ch, y);
-        const float* gm = Term(kGroupMean + j % kContentGroups) + o;
-        if (job_.pattern_active) {
+  // Content and memory channels.
+  const int xm = std::max(x - 1, 0), xp = std::min(x + 1, sh.nx - 1);
+  float* core = s.row_.data();
+  for (int ch = 0; ch < content + memory; ++ch) {
+    const int r = ch % q;
+    const float* lam = s.plane(kLam + r);
+    const float* rate = s.plane(kRate + r);
+    const float* xm_slab = slab(F, ch, xm);
+    const float* xp_slab = slab(F, ch, xp);
+    float* padded = s.padded_.data();
+    PadPlane(slab(F, ch, x), Y, Z, padded);
+    const int pitch = Z + 2;
+    for (int y = 0; y < Y; ++y) {
+      const int o = y * Z;
+      CoreRow(padded + (y + 1) * pitch + 1, pitch, xm_slab + o, xp_slab + o, lam + o, rate + o, core, Z);
+      float* dst = out + sh.index(ch, x, y, 0);
+      if (ch < content) {
+        ContentRow(core, RowImprint(job, x, y, ch, s.plane(kEta + r) + o, s), s.plane(kCoupling + r) + o, dst, Z);
+      } else {
+        const int j = ch - content;
+        const float* gm = s.plane(kGroupMean + j % kContentGroups) + o;
+        if (job.pattern_active) {
           // pattern_sample along the row: the y lerp of this slab's two nearest coarse rows.
-          const float* px = s_.pattern_x_.data() + size_t(j) * (sh_.ny / 4) * sh_.nz;
-          const model::PatternAxis ay = model::pattern_axis(y, sh_.ny / 4);
-          LerpRun(px + ay.i0 * sh_.nz, px + ay.i1 * sh_.nz, ay.w, s_.pattern_row_.data(), sh_.nz);
-          MemoryRowWithPattern(s_.core_.data() + o, gm, s_.pattern_row_.data(), dst, sh_.nz);
+          const float* px = s.pattern_x_.data() + size_t(j) * (Y / 4) * Z;
+          const PatternAxis ay = pattern_axis(y, Y / 4);
+          float* row = s.pattern_row_.data();
+          LerpRun(px + ay.i0 * Z, px + ay.i1 * Z, ay.w, row, Z);
+          MemoryRowWithPattern(core, gm, row, dst, Z);
         } else {
-          MemoryRow(s_.core_.data() + o, gm, dst, sh_.nz);
+          MemoryRow(core, gm, dst, Z);
         }
         // coarse_memory_value's z columns: this row added to its coarse y cell's (y rows in order).
-        float* columns = s_.memory_columns_.data() + (size_t(j) * (sh_.ny / 4) + size_t(y / 4)) * sh_.nz;
-        if (y % 4 == 0) std::fill(columns, columns + sh_.nz, 0.0f);
-        AddInto(dst, columns, sh_.nz);
-      }
-    }
-
-    // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
-    const int per_r = sh_.content() / q;
-    for (int d = 0; d < sh_.dynamics(); ++d) {
-      const int r = d % q, ch = sh_.dynamics_begin() + d;
-      const float *f = In(ch, x_, y0), *a_abs = Term(kActAbs + r), *a_sum = Term(kActSum + r),
-                  *a_sq = Term(kActSq + r), *a_quiet = Term(kActQuiet + r);
-      float* dst = Out(ch, y0);
-      switch (d / q) {
-        case 0: DynamicsPlane<0>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, B); break;
-        case 1: DynamicsPlane<1>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, B); break;
-        case 2: DynamicsPlane<2>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, B); break;
-        case 3: DynamicsPlane<3>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, B); break;
-      }
-    }
-
-    PoolNewGroups(y0);
-  }
-
-  // F' of channel ch over the block's rows into core_, with the rates of its r.
-  void Core(int ch, int y0, int r) {
-    const int Y = sh_.ny, Z = sh_.nz;
-    float* padded = s_.padded_.data();
-    for (int i = 0; i < s_.rows_; ++i) {
-      const int y = y0 + i, o = i * Z;
-      PadRow(In(ch, x_, y), Z, padded);
-      CoreRow(padded + 1, In(ch, x_, std::max(y - 1, 0)), In(ch, x_, std::min(y + 1, Y - 1)), In(ch, xm_, y),
-              In(ch, xp_, y), Term(kLam + r) + o, Term(kRate + r) + o, s_.core_.data() + o, Z);
-    }
-  }
-
-  // The imprint of content channel ch along row y (zero where no sensor reaches it): each near
-  // sensor's share of S and of E, added per voxel in sensor order, then imprint_term with the
-  // voxel's eta. A sensor reaches at most 2 kImprintRadius + 1 voxels of a row.
-  const float* Imprint(int ch, int y, const float* eta) {
-    const int Z = sh_.nz, near_count = s_.near_count_[y];
-    if (near_count == 0) return s_.zeros_.data();
-    float* s_field = s_.s_field_.data();
-    float* e_field = s_.e_field_.data();
-    unsigned char* touched = s_.touched_.data();
-    std::fill(s_field, s_field + Z, 0.0f);
-    std::fill(e_field, e_field + Z, 0.0f);
-    std::fill(touched, touched + Z, 0);
-    const int* near = &s_.near_[size_t(y) * kMaxNear];
-    for (int k = 0; k < near_count; ++k) {
-      const int i = near[k];
-      const int plane_l1 = std::abs(p_.site[i][0] - x_) + std::abs(p_.site[i][1] - y);
-      const float mix = p_.mix[i][ch], sensor = job_.sensors[i], error = job_.errors[i];
-      const int zc = p_.site[i][2];
-      for (int z = std::max(zc - model::kImprintRadius, 0); z <= std::min(zc + model::kImprintRadius, Z - 1); ++z) {
-        const float decay = s_.decay_[plane_l1 + std::abs(zc - z)];
-        s_field[z] += model::imprint_share(mix, sensor, decay);
-        e_field[z] += model::imprint_share(mix, error, decay);
-        touched[z] = 1;
-      }
-    }
-    float* imprint = s_.imprint_.data();
-    for (int z = 0; z < Z; ++z) imprint[z] = touched[z] ? model::imprint_term(s_field[z], e_field[z], eta[z]) : 0.0f;
-    return imprint;
-  }
-
-  // This block's share of the summary of F_t+1: each group's A_g pooled, added voxel by voxel in
-  // y, then z order (the order model::pool_block's sums always took), four groups at a time.
-  void PoolNewGroups(int y0) {
-    const int Z = sh_.nz, cell_z = Z / kPoolCells;
-    const float inv_gs = 1.0f / float(sh_.group_size());
-    for (int i = 0; i < s_.rows_; ++i) {
-      const int base = model::pool_block(x_, y0 + i, 0, sh_);
-      for (int c = 0; c < kPoolCells; ++c) {
-        float acc[kContentGroups];
-        for (int g = 0; g < kContentGroups; ++g) acc[g] = partial_.pool[g][base + c];
-        for (int z = c * cell_z; z < (c + 1) * cell_z; ++z)
-          for (int g = 0; g < kContentGroups; ++g) acc[g] += Term(kNewGroup + g)[i * Z + z] * inv_gs;
-        for (int g = 0; g < kContentGroups; ++g) partial_.pool[g][base + c] = acc[g];
+        float* columns = s.memory_columns_.data() + (size_t(j) * (Y / 4) + size_t(y / 4)) * Z;
+        if (y % 4 == 0) std::fill(columns, columns + Z, 0.0f);
+        AddInto(dst, columns, Z);
       }
     }
   }
 
   // The slab's memory plane: each coarse cell's four z columns added (coarse_memory_value's order).
-  void WriteMemoryPlane() {
-    const int Z = sh_.nz;
-    for (int c = 0; c < sh_.memory() * (sh_.ny / 4); ++c) {
-      const float* columns = s_.memory_columns_.data() + size_t(c) * Z;
-      float* cells = job_.memory_plane + size_t(c) * (Z / 4);
-      for (int k = 0; k < Z / 4; ++k)
-        cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
+  for (int c = 0; c < memory * (Y / 4); ++c) {
+    const float* columns = s.memory_columns_.data() + size_t(c) * Z;
+    float* cells = job.memory_plane + size_t(c) * (Z / 4);
+    for (int k = 0; k < Z / 4; ++k)
+      cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
+  }
+
+  // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
+  const int per_r = content / q;
+  for (int d = 0; d < sh.dynamics(); ++d) {
+    const int r = d % q;
+    const float* f = slab(F, sh.dynamics_begin() + d, x);
+    float* dst = out + sh.index(sh.dynamics_begin() + d, x, 0, 0);
+    const float *a_abs = s.plane(kActAbs + r), *a_sum = s.plane(kActSum + r), *a_sq = s.plane(kActSq + r),
+                *a_quiet = s.plane(kActQuiet + r);
+    switch (d / q) {
+      case 0: DynamicsPlane<0>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+      case 1: DynamicsPlane<1>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+      case 2: DynamicsPlane<2>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+      default: DynamicsPlane<3>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
     }
   }
 
-  const SlabJob& job_;
-  const FieldShape& sh_;
-  const RobotParams& p_;
-  SlabScratch& s_;
-  model::FieldSummary& partial_;
-  const int x_, xm_, xp_;
-};
-
-void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial) {
-  SlabPass(job, x, s, partial).Run();
+  // This slab's share of the summary of F_t+1: A_g pooled.
+  std::fill(s.plane(kNewGroup), s.plane(kNewGroup) + kContentGroups * YZ, 0.0f);
+  for (int ch = 0; ch < content; ++ch) AddInto(slab(out, ch, x), s.plane(kNewGroup + ch / gs), YZ);
+  // Added voxel by voxel in y, then z order (each pool cell's sum as pool_block's loop took it).
+  const int cell_z = Z / kPoolCells;
+  for (int g = 0; g < kContentGroups; ++g) {
+    const float* a = s.plane(kNewGroup + g);
+    for (int y = 0; y < Y; ++y) {
+      float* pool = &partial.pool[g][pool_block(x, y, 0, sh)];
+      for (int c = 0; c < kPoolCells; ++c) {
+        float acc = pool[c];
+        for (int z = c * cell_z; z < (c + 1) * cell_z; ++z) acc += a[y * Z + z] * inv_gs;
+        pool[c] = acc;
+      }
+    }
+  }
 }
 
 }  // namespace fieldbrain::cpu

@@ -2,11 +2,6 @@
 // x-slab of one robot at a time: imprint + evolve F_t -> F_t+1, then the slab's share of the
 // FieldSummary. Slabs are independent, so the engine spreads (robot, slab) pairs over threads and
 // sums the slab partials in slab order: results do not depend on the thread count or the batch.
-//
-// Within a slab the pass walks blocks of a few y rows (about 128 voxels) and does every channel's
-// work on a block before it moves on: each value of F_t is read from memory once as a centre (its
-// neighbours come from the rows around it, still in L1) and the block's cross-channel terms stay in
-// L1, where whole-slab planes of them would not.
 #pragma once
 
 #include <array>
@@ -38,13 +33,13 @@ class SlabScratch {
   explicit SlabScratch(const FieldShape& shape);
 
  private:
-  friend class SlabPass;
-  float* term(int i) { return terms_.data() + size_t(i) * block_; }
-  int rows_;   // y rows per block: ny is a multiple of it
-  int block_;  // voxels per block, rows_ * nz
-  std::vector<float> terms_;   // per-voxel terms of one block, block_ floats each
-  std::vector<float> core_;    // F' of one channel over the block
-  std::vector<float> padded_;  // one row with a replicated voxel at each end of z
+  friend void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
+  friend const float* RowImprint(const SlabJob& job, int x, int y, int ch, const float* eta, SlabScratch& s);
+  float* plane(int i) { return planes_.data() + size_t(i) * plane_; }
+  int plane_;
+  std::vector<float> planes_;  // per-voxel terms of one slab, ny * nz floats each
+  std::vector<float> row_;     // core values of one row
+  std::vector<float> padded_;  // one channel's slab with replicated borders
   std::vector<float> imprint_; // imprint of one row
   std::vector<float> zeros_;   // ... of a row no sensor reaches
   std::vector<float> s_field_, e_field_;  // S and E along one row
