@@ -219,8 +219,8 @@ bool BatchScheduler::HasWorkLocked() const {
 }
 
 bool BatchScheduler::BatchDueLocked() const {
-  return pending_count_ >= facts_.max_batch || !commands_.empty() || drain_requested_ ||
-         stop_requested_;
+  return pending_count_ >= facts_.max_batch || pending_count_ >= brains_count_ || !commands_.empty() ||
+         drain_requested_ || stop_requested_;
 }
 
 bool BatchScheduler::DrainedLocked() const { return drained_ || stopped_; }
@@ -330,6 +330,10 @@ void BatchScheduler::ReleaseSlot(int slot) {
   {
     absl::MutexLock lock(&mu_);
     Pending& p = pending_[slot];
+    if (p.brain) {
+      p.brain = false;
+      --brains_count_;
+    }
     if (p.occupied) {  // the old owner's frame must never run on a later owner's brain
       p.occupied = false;
       --pending_count_;
@@ -434,7 +438,12 @@ void BatchScheduler::RunCommands() {
     if (!slot.ok() && c.restore != nullptr && !absl::IsResourceExhausted(slot.status()) && !refuse) {
       slot = absl::Status(slot.status().code(), absl::StrCat("restoring the checkpoint: ", slot.status().message()));
     }
-    if (slot.ok()) cycles_[*slot].store(c.restore != nullptr ? c.restore->state.cycle : 0, std::memory_order_relaxed);
+    if (slot.ok()) {
+      cycles_[*slot].store(c.restore != nullptr ? c.restore->state.cycle : 0, std::memory_order_relaxed);
+      absl::MutexLock lock(&mu_);
+      pending_[*slot].brain = true;
+      ++brains_count_;
+    }
     std::move(c.done)(std::move(slot));
   }
   commands_work_.clear();

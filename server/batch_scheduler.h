@@ -5,7 +5,8 @@
 // the order they were sent) and frames (one pending frame per slot: latest frame wins, the older
 // one is answered SUPERSEDED at once on the submitting thread). Each round the engine thread
 // takes the newest pending frame of every robot that has one, waits up to batch_window for more
-// (or until max_batch are pending), answers frames whose relative deadline passed with
+// (or until max_batch are pending, or every robot with a brain has one pending: no more can
+// come, so a lone robot or a fleet in lockstep never waits out the window), answers frames whose relative deadline passed with
 // DEADLINE_EXCEEDED (not run), copies the rest straight into the engine's input rows, runs
 // RunBatch(n) and delivers each output row to its stream. Commands that arrive while the window
 // is open end it early and run before the batch; once it has expired the batch runs first, so a
@@ -166,6 +167,7 @@ class BatchScheduler {
 
  private:
   struct Pending {
+    bool brain = false;  // the slot holds a robot's brain (made, not yet released)
     bool occupied = false;
     FrameSink* sink = nullptr;
     uint64_t seq = 0;
@@ -241,6 +243,7 @@ class BatchScheduler {
   mutable absl::Mutex mu_;
   std::vector<Pending> pending_ ABSL_GUARDED_BY(mu_);
   int pending_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int brains_count_ ABSL_GUARDED_BY(mu_) = 0;  // slots whose Pending::brain is set
   int next_slot_ ABSL_GUARDED_BY(mu_) = 0;  // round-robin start when more are pending than fit
   std::vector<Command> commands_ ABSL_GUARDED_BY(mu_);
   std::deque<EngineJob> jobs_ ABSL_GUARDED_BY(mu_);

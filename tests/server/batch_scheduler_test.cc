@@ -10,6 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "recording_sink.h"
 
@@ -95,10 +96,12 @@ TEST(BatchSchedulerTest, RunsAFrameAndAnswersWithMotors) {
 }
 
 TEST(BatchSchedulerTest, LatestFrameWinsOlderIsSupersededAtOnce) {
-  // A long window with room for more: the first frame waits, so the second always finds it.
+  // A long window with room for more, and a second robot that sends nothing (a batch closes early
+  // once every robot has a frame in): the first frame waits, so the second always finds it.
   auto s = StartScheduler(Options(2, 2, std::chrono::milliseconds(1500)));
   ASSERT_NE(s, nullptr);
   const int slot = CreateBrain(*s, 5);
+  CreateBrain(*s, 6);
   RecordingSink sink;
   s->Submit(slot, &sink, Frame(1, kValues));
   s->Submit(slot, &sink, Frame(2, kValues));
@@ -115,6 +118,36 @@ TEST(BatchSchedulerTest, LatestFrameWinsOlderIsSupersededAtOnce) {
   EXPECT_EQ(a[2].seq, 3u);
   EXPECT_EQ(a[2].status, brain::v1::OK);
   EXPECT_EQ(a[2].cycle, 1u) << "only the newest frame ran";
+}
+
+// A window waits only for robots that could still send: once every robot with a brain has a
+// frame in, the batch runs. With a 10 s window, a frame that waited it out would miss the 5 s
+// waits below.
+TEST(BatchSchedulerTest, EveryRobotInClosesTheWindow) {
+  auto s = StartScheduler(Options(3, 3, std::chrono::seconds(10)));
+  ASSERT_NE(s, nullptr);
+  const int first = CreateBrain(*s, 1);
+  RecordingSink sink;
+  for (uint64_t seq = 1; seq <= 3; ++seq) {  // a lone robot: every frame is all there is
+    s->Submit(first, &sink, Frame(seq, kValues));
+    ASSERT_TRUE(sink.WaitFor(seq, absl::Seconds(5))) << "frame " << seq << " waited out the window";
+  }
+  const int second = CreateBrain(*s, 2);
+  s->Submit(first, &sink, Frame(4, kValues));
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(sink.size(), 3u) << "ran without the second robot's frame";
+  RecordingSink second_sink;
+  s->Submit(second, &second_sink, Frame(1, kValues));
+  ASSERT_TRUE(sink.WaitFor(4, absl::Seconds(5)));
+  ASSERT_TRUE(second_sink.WaitFor(1, absl::Seconds(5)));
+  for (const RecordedAnswer& a : sink.answers()) EXPECT_EQ(a.status, brain::v1::OK);
+  EXPECT_EQ(second_sink.answers()[0].status, brain::v1::OK);
+  EXPECT_EQ(s->brain_cycle(first), 4u);
+  EXPECT_EQ(s->brain_cycle(second), 1u);
+  s->ReleaseBrain(second);  // a released robot is no longer waited for
+  s->Submit(first, &sink, Frame(5, kValues));
+  ASSERT_TRUE(sink.WaitFor(5, absl::Seconds(5)));
+  EXPECT_EQ(s->brain_cycle(first), 5u);
 }
 
 TEST(BatchSchedulerTest, ExpiredDeadlineIsAnsweredWithoutRunning) {
@@ -190,6 +223,7 @@ TEST(BatchSchedulerTest, SteadyCommandsDoNotStarveFrames) {
   auto s = StartScheduler(Options(4, 4, std::chrono::microseconds(500)));
   ASSERT_NE(s, nullptr);
   const int driver = CreateBrain(*s, 1);
+  CreateBrain(*s, 3);  // sends nothing, so the driver's frames wait in open windows
 
   std::atomic<bool> churning{true};
   std::atomic<int64_t> churned{0};
@@ -272,6 +306,7 @@ TEST(BatchSchedulerTest, ReleaseDropsPendingFrameAndDoubleReleaseIsHarmless) {
   auto s = StartScheduler(Options(2, 2, std::chrono::milliseconds(1500)));
   ASSERT_NE(s, nullptr);
   const int slot = CreateBrain(*s, 9);
+  CreateBrain(*s, 8);  // sends nothing: the frame waits in the window for it
   RecordingSink sink;
   s->Submit(slot, &sink, Frame(1, kValues));
   s->ReleaseBrain(slot);
@@ -290,6 +325,7 @@ TEST(BatchSchedulerTest, DrainAnswersPendingShuttingDownAndRefusesAfter) {
   auto s = StartScheduler(Options(2, 2, std::chrono::seconds(5)));
   ASSERT_NE(s, nullptr);
   const int slot = CreateBrain(*s, 3);
+  CreateBrain(*s, 4);  // sends nothing: the frame waits in the window for it
   RecordingSink sink;
   s->Submit(slot, &sink, Frame(1, kValues));
   s->Drain();

@@ -566,10 +566,12 @@ TEST_F(BrainServiceTest, ShutdownEndsStreamsWithUnavailableAndRefusesNewOnes) {
 TEST_F(BrainServiceTest, ShutdownAnswersPendingFramesShuttingDown) {
   server_.reset();
   ServerConfig slow = TestServerConfig();
-  slow.batch_window_us = 1'000'000;  // a lone robot's frame waits here when shutdown begins
+  slow.batch_window_us = 1'000'000;  // r1's frame waits here for r2's when shutdown begins
   StartServer(slow);
   RawStream s(stub_.get());
   ASSERT_TRUE(s.Open(MakeHello("r1")).has_value());
+  RawStream idle(stub_.get());  // sends nothing, so the window stays open
+  ASSERT_TRUE(idle.Open(MakeHello("r2")).has_value());
   ASSERT_TRUE(s.Write(FrameRequest(7, kGood)));
   ASSERT_TRUE(Eventually([&] { return server_->scheduler().pending() == 1; }));
   std::thread stopper([&] { server_->Shutdown(); });
@@ -580,6 +582,7 @@ TEST_F(BrainServiceTest, ShutdownAnswersPendingFramesShuttingDown) {
   ASSERT_TRUE(r->has_motors());
   ExpectSafeStop(r->motors(), brain::v1::SHUTTING_DOWN, 7);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_EQ(idle.Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(server_->scheduler().cycles_total(), 0u);
 }
 

@@ -178,7 +178,10 @@ TEST_F(ServerE2eTest, FourRobotsThousandCyclesEachAllOk) {
 }
 
 TEST_F(ServerE2eTest, TinyDeadlineAgainstSlowBatchWindowIsASafeStop) {
-  StartDaemon({"--batch_window_us=300000"});  // one robot never fills a batch: waits 300 ms
+  // A robot that sends nothing keeps every window open: the others' frames wait 300 ms.
+  StartDaemon({"--batch_window_us=300000"});
+  std::unique_ptr<BrainClient> quiet = Connect(target_, "quiet");
+  ASSERT_NE(quiet, nullptr);
   std::unique_ptr<BrainClient> c = Connect(target_, "hasty");
   ASSERT_NE(c, nullptr);
   StepResult s = c->Step(kValues, std::nullopt, absl::Milliseconds(2));
