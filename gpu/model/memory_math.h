@@ -53,12 +53,12 @@ FB_HD float key_base_phase(uint64_t seed, int k) {
   return hrr::phase_of_bits(uniform_bits(seed, Domain::kMemoryKeys, uint64_t(kMaxSensors), uint32_t(k)));
 }
 
-// Bin k of the unnormalised key of `sensors`. The real bins (0 and Nyquist) are left out: they
-// would be the same constant for every context and make all keys alike.
-// Sensor i's term of bin k (engines add the terms in sensor order, from zero).
+// Sensor i's term of bin k of a key (engines add the terms in sensor order, from zero).
 FB_HD SinCos key_term(const RobotParams& p, const float* sensors, int i, int k) {
   return sin_cos(p.key_role_phase[i][k] + kKeyBandwidth * sensors[i] * p.key_base_phase[k]);
 }
+// Bin k of the unnormalised key of `sensors`. The real bins (0 and Nyquist) are left out: they
+// would be the same constant for every context and make all keys alike.
 FB_HD hrr::Cf key_bin(const RobotParams& p, const float* sensors, int k) {
   if (k == 0 || k == kKeyBins - 1) return hrr::Cf{};
   hrr::Cf q{};
