@@ -1,11 +1,18 @@
 // The CPU engine's cycle: default (32^3 x 64) and small (16^3 x 32) field, batches of 1 and 16
 // robots, on one thread and on all cores. Reports time per batch and per robot-cycle, and the
-// field bytes moved per second (read F_t + write F_t+1, the same bytes model as the GPU target).
+// field bytes moved per second (read F_t + write F_t+1, the same bytes model as the GPU target),
+// beside the reference measured in the same run: one core's memcpy of the same fields
+// (`memcpy_us`, `of_memcpy` = the engine's field bytes/s as a fraction of the memcpy's).
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "gpu/engine.h"
@@ -23,6 +30,27 @@ class StageTotals final : public StageTimingSink {
  private:
   std::array<double, int(Stage::kCount)> seconds_{};
 };
+
+// Seconds one core takes to memcpy `bytes` (reading them once and writing them once, as a cycle
+// reads F_t and writes F_t+1): the best of repeated copies over about 0.2 s, from a source
+// written first so every page is real. Cached per size: every row of a run reads the same figure.
+double MemcpySeconds(int64_t bytes) {
+  static std::map<int64_t, double> measured;
+  if (auto it = measured.find(bytes); it != measured.end()) return it->second;
+  std::vector<unsigned char> from(size_t(bytes), 1), to(size_t(bytes), 0);
+  double best = 1e30;
+  const auto start = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < 3 || std::chrono::steady_clock::now() - start < std::chrono::milliseconds(200); ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(to.data(), from.data(), size_t(bytes));
+    benchmark::ClobberMemory();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    from[size_t(rep) % from.size()] = static_cast<unsigned char>(rep);
+  }
+  benchmark::DoNotOptimize(to.data());
+  measured[bytes] = best;
+  return best;
+}
 
 void BM_CpuCycle(benchmark::State& state) {
   // 0 small, 1 default, 2 tiny (brain-load's field: what the engine costs at the smallest shape).
@@ -49,6 +77,9 @@ void BM_CpuCycle(benchmark::State& state) {
   }
   StageTotals stages;
   e.set_timing_sink(&stages);
+  const int64_t field_bytes = shape.floats() * int64_t(sizeof(float)) * robots;
+  const double memcpy_s = MemcpySeconds(field_bytes);
+  const auto loop_start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     for (int r = 0; r < robots; ++r) {
       for (int i = 0; i < 12; ++i) e.inputs()[r].sensors[i] = uni(rng);
@@ -57,6 +88,10 @@ void BM_CpuCycle(benchmark::State& state) {
     if (!e.RunBatch(robots).ok()) state.SkipWithError("RunBatch failed");
     benchmark::DoNotOptimize(e.outputs()[0].motors[0]);
   }
+  const double batch_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() / double(state.iterations());
+  state.counters["memcpy_us"] = benchmark::Counter(memcpy_s * 1e6);
+  state.counters["of_memcpy"] = benchmark::Counter(memcpy_s / batch_s);
   // Per batch, by stage: where the cycle's time goes (memory = the HRR pattern memory).
   for (Stage st : {Stage::kPredict, Stage::kMemory, Stage::kEvolve, Stage::kMotor})
     state.counters[std::string(StageName(st)) + "_us"] =
