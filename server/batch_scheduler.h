@@ -3,16 +3,16 @@
 //
 // Other threads talk to it through a mutex-protected inbox: brain create/release commands (run in
 // the order they were sent) and frames (one pending frame per slot: latest frame wins, the older
-// one is answered SUPERSEDED at once on the submitting thread). Each round the engine thread
-// takes the newest pending frame of every robot that has one, waits up to batch_window for more
-// (or until max_batch are pending, or every robot with a brain has one pending: no more can
-// come, so a lone robot or a fleet in lockstep never waits out the window), answers frames
-// whose relative deadline passed with DEADLINE_EXCEEDED (not run), copies the rest straight into
-// the engine's input rows, runs RunBatch(n) and delivers each output row to its stream. Commands
-// that arrive while the window is open end it early and run before the batch; once it has
-// expired the batch runs first, so a steady stream of commands cannot starve the frames. While frames wait, at most four brains are
-// made between two batches (a wave of Hellos then delays the robots' frames by four creates, not
-// by all of them); releases all run.
+// one is answered SUPERSEDED at once on the submitting thread). Each round the engine thread takes
+// the newest pending frame of every robot that has one, waits up to batch_window for more (or until
+// max_batch are pending, or every robot with a brain has one pending: no more can come, so a lone
+// robot or a fleet in lockstep never waits out the window), answers frames whose relative deadline
+// passed with DEADLINE_EXCEEDED (not run), copies the rest straight into the engine's input rows,
+// runs RunBatch(n) and delivers each output row to its stream. Commands that arrive while the
+// window is open end it early and run before the batch; once it has expired the batch runs first,
+// so a steady stream of commands cannot starve the frames. While frames wait, at most four brains
+// are made between two batches (a wave of Hellos then delays the robots' frames by four creates,
+// not by all of them); releases all run.
 //
 // Checkpoint copies (the snapshot sink): periodic ones after a batch's answers are delivered, so a
 // copy never delays the answers of the batch that made it. A released brain's final state is
