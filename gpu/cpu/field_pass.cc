@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "gpu/model/field_math.h"
 
@@ -11,78 +12,154 @@ namespace fieldbrain::cpu {
 namespace {
 
 // Planes of SlabScratch: 4 group means, memory coupling per r (4), lam, k, eta per r (4 each),
-// activity sums per r (4 each of |F|, F, F^2, quiet count), A_g of the new field (4).
+// activity sums per r (4 each of |F|, F, F^2, quiet count), A_g of the new field (4), the sum of
+// the memory channels, the recalled pattern of one memory channel.
 constexpr int kGroupMean = 0, kCoupling = 4, kLam = 8, kRate = 12, kEta = 16;
 constexpr int kActAbs = 20, kActSum = 24, kActSq = 28, kActQuiet = 32, kNewGroup = 36;
-constexpr int kPlanes = 40;
-constexpr int kMaxNear = 32;  // sensors whose imprint reaches one column (at most 25 distinct)
+constexpr int kMemSum = 40, kPattern = 41;
+constexpr int kPlanes = 42;
 
 // The loops below are small functions with __restrict parameters: that is where GCC trusts
-// restrict, and it lets every one of them vectorise.
+// restrict, and it lets every one of them vectorise. Each runs over a whole y-z plane of the slab
+// (rows of a small field are shorter than a vector). Sums that start a plane add to 0.0f instead
+// of reading a zeroed plane (kFirst), which rounds the same and spares the zeroing.
 
+template <bool kFirstGroup, bool kFirstQuarter>
 void AccumulateActivity(const float* __restrict f, float* __restrict group, float* __restrict a_abs,
                         float* __restrict a_sum, float* __restrict a_sq, float* __restrict a_quiet, int n) {
   for (int v = 0; v < n; ++v) {
-    group[v] += f[v];
-    a_abs[v] += fabsf(f[v]);
-    a_sum[v] += f[v];
-    a_sq[v] += f[v] * f[v];
-    a_quiet[v] += model::is_quiet(f[v]) ? 1.0f : 0.0f;
+    group[v] = (kFirstGroup ? 0.0f : group[v]) + f[v];
+    a_abs[v] = (kFirstQuarter ? 0.0f : a_abs[v]) + fabsf(f[v]);
+    a_sum[v] = (kFirstQuarter ? 0.0f : a_sum[v]) + f[v];
+    a_sq[v] = (kFirstQuarter ? 0.0f : a_sq[v]) + f[v] * f[v];
+    a_quiet[v] = (kFirstQuarter ? 0.0f : a_quiet[v]) + (model::is_quiet(f[v]) ? 1.0f : 0.0f);
   }
 }
 
+void AccumulateActivityOf(int ch, int gs, int q, const float* f, float* group, float* a_abs, float* a_sum,
+                          float* a_sq, float* a_quiet, int n) {
+  const bool first_group = ch % gs == 0, first_quarter = ch < q;
+  if (first_group && first_quarter)
+    AccumulateActivity<true, true>(f, group, a_abs, a_sum, a_sq, a_quiet, n);
+  else if (first_group)
+    AccumulateActivity<true, false>(f, group, a_abs, a_sum, a_sq, a_quiet, n);
+  else if (first_quarter)
+    AccumulateActivity<false, true>(f, group, a_abs, a_sum, a_sq, a_quiet, n);
+  else
+    AccumulateActivity<false, false>(f, group, a_abs, a_sum, a_sq, a_quiet, n);
+}
+
+template <bool kFirst>
 void AddInto(const float* __restrict f, float* __restrict acc, int n) {
-  for (int v = 0; v < n; ++v) acc[v] += f[v];
+  for (int v = 0; v < n; ++v) acc[v] = (kFirst ? 0.0f : acc[v]) + f[v];
 }
 
 void Scale(float* __restrict a, float k, int n) {
   for (int v = 0; v < n; ++v) a[v] *= k;
 }
 
-void VoxelRates(const float* __restrict d_ret, const float* __restrict d_dif, const float* __restrict d_cou,
-                const float* __restrict d_pla, const float* __restrict mem_sum, float inv_mem,
-                float* __restrict lam, float* __restrict rate, float* __restrict eta, float* __restrict cou, int n) {
+void VoxelRates(const float* __restrict d_ret, const float* __restrict d_dif, const float* __restrict d_pla,
+                float* __restrict lam, float* __restrict rate, float* __restrict eta, int n) {
   for (int v = 0; v < n; ++v) {
     lam[v] = model::retention_rate(d_ret[v]);
     rate[v] = model::diffusion_rate(d_dif[v]);
     eta[v] = model::plasticity_gain(d_pla[v]);
-    cou[v] = model::memory_coupling(d_cou[v], mem_sum[v] * inv_mem);
   }
 }
 
-// F' of one z-row. `c` points into a padded plane (one replicated voxel on each side of z, one
-// replicated row on each side of y, row pitch `pitch`), so the loop has no border cases and runs
-// at full vector width.
-void CoreRow(const float* __restrict c, int pitch, const float* __restrict xm, const float* __restrict xp,
-             const float* __restrict lam, const float* __restrict rate, float* __restrict core, int Z) {
-  for (int z = 0; z < Z; ++z)
-    core[z] = model::evolve_core(
-        c[z], model::laplacian7(c[z], xm[z], xp[z], c[z - pitch], c[z + pitch], c[z - 1], c[z + 1]), lam[z], rate[z]);
+void Coupling(const float* __restrict d_cou, const float* __restrict mem_sum, float inv_mem, float* __restrict cou,
+              int n) {
+  for (int v = 0; v < n; ++v) cou[v] = model::memory_coupling(d_cou[v], mem_sum[v] * inv_mem);
 }
 
-// Copies one channel's slab into a plane padded by one replicated voxel on every side.
-void PadPlane(const float* __restrict src, int Y, int Z, float* __restrict padded) {
-  const int pitch = Z + 2;
-  for (int y = 0; y < Y; ++y) {
-    float* row = padded + (y + 1) * pitch;
-    const float* in = src + y * Z;
-    row[0] = in[0];
-    for (int z = 0; z < Z; ++z) row[z + 1] = in[z];
-    row[Z + 1] = in[Z - 1];
+// One channel's slab into `padded` (SlabScratch::padded_); returns its first voxel.
+float* PadPlane(const float* src, int Y, int Z, float* padded) {
+  float* c = padded + Z;
+  std::memcpy(c, src, sizeof(float) * size_t(Y) * Z);
+  std::memcpy(c - Z, c, sizeof(float) * Z);
+  std::memcpy(c + size_t(Y) * Z, c + size_t(Y - 1) * Z, sizeof(float) * Z);
+  return c;
+}
+
+// The 7 neighbours of every voxel of one channel's slab: the padded plane for y and z (replicated
+// at the borders), the neighbouring slabs for x (the engine passes the slab itself at the
+// field's x borders).
+struct Stencil {
+  const float* c;
+  const float* xm;
+  const float* xp;
+  int pitch;  // nz
+  const int* z_first;
+  const int* z_last;
+};
+
+[[gnu::always_inline]] inline float CoreAt(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
+                                 const int* __restrict z_first, const int* __restrict z_last, int pitch,
+                                 const float* __restrict lam, const float* __restrict rate, int v) {
+  const float left = c[v - 1], right = c[v + 1];  // loaded always: the padding rows make both safe
+  const float zm = z_first[v] ? c[v] : left, zp = z_last[v] ? c[v] : right;
+  return model::evolve_core(c[v], model::laplacian7(c[v], xm[v], xp[v], c[v - pitch], c[v + pitch], zm, zp), lam[v],
+                            rate[v]);
+}
+
+// Content channel: F' + imprint + coupling over plane voxels [begin, end), and its share of A_g
+// of the new field. This and MemoryPlaneRun stay out of line: inlined into their callers, GCC
+// no longer vectorises them.
+template <bool kImprint, bool kFirstOfGroup>
+[[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
+                const int* __restrict z_first, const int* __restrict z_last, int pitch, const float* __restrict lam,
+                const float* __restrict rate, const float* __restrict s_field, const float* __restrict e_field,
+                const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
+                float* __restrict new_group, int begin, int end) {
+  for (int v = begin; v < end; ++v) {
+    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, lam, rate, v);
+    const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
+    dst[v] = model::content_next(core, imprint, cou[v]);
+    new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + dst[v];
   }
-  for (int z = 0; z < pitch; ++z) {
-    padded[z] = padded[pitch + z];
-    padded[(Y + 1) * pitch + z] = padded[Y * pitch + z];
+}
+
+template <bool kFirstOfGroup>
+void ContentPlane(const Stencil& st, const SlabImprint& imprint, const float* lam, const float* rate,
+                  const float* eta, const float* cou, float* dst, float* new_group, int n) {
+  auto run = [&](auto with_imprint, int begin, int end) {
+    ContentRun<decltype(with_imprint)::value, kFirstOfGroup>(st.c, st.xm, st.xp, st.z_first, st.z_last, st.pitch,
+                                                             lam, rate, imprint.s_field(), imprint.e_field(), eta,
+                                                             cou, dst, new_group, begin, end);
+  };
+  if (imprint.empty()) {
+    run(std::false_type{}, 0, n);
+    return;
+  }
+  run(std::false_type{}, 0, imprint.begin());
+  run(std::true_type{}, imprint.begin(), imprint.end());
+  run(std::false_type{}, imprint.end(), n);
+}
+
+// Memory channel j: 0.9 F' + 0.05 mean(G) + 0.1 P over the plane, and F_t's memory channels summed
+// for the coupling.
+template <bool kPattern, bool kFirstMemory>
+[[gnu::noinline]] void MemoryPlaneRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
+                    const int* __restrict z_first, const int* __restrict z_last, int pitch,
+                    const float* __restrict lam, const float* __restrict rate, const float* __restrict group_mean,
+                    const float* __restrict pattern, float* __restrict mem_sum, float* __restrict dst, int n) {
+  for (int v = 0; v < n; ++v) {
+    mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
+    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, lam, rate, v);
+    dst[v] = model::memory_next(core, group_mean[v], kPattern ? pattern[v] : 0.0f);
   }
 }
 
-void ContentRow(const float* __restrict core, const float* __restrict imprint, const float* __restrict cou,
-                float* __restrict dst, int Z) {
-  for (int z = 0; z < Z; ++z) dst[z] = model::content_next(core[z], imprint[z], cou[z]);
-}
-
-void MemoryRow(const float* __restrict core, const float* __restrict group_mean, float* __restrict dst, int Z) {
-  for (int z = 0; z < Z; ++z) dst[z] = model::memory_next(core[z], group_mean[z], 0.0f);
+void MemoryPlane(const Stencil& st, bool pattern_active, bool first, const float* lam, const float* rate,
+                 const float* group_mean, const float* pattern, float* mem_sum, float* dst, int n) {
+  auto run = [&](auto with_pattern, auto first_memory) {
+    MemoryPlaneRun<decltype(with_pattern)::value, decltype(first_memory)::value>(
+        st.c, st.xm, st.xp, st.z_first, st.z_last, st.pitch, lam, rate, group_mean, pattern, mem_sum, dst, n);
+  };
+  if (pattern_active)
+    first ? run(std::true_type{}, std::true_type{}) : run(std::true_type{}, std::false_type{});
+  else
+    first ? run(std::false_type{}, std::true_type{}) : run(std::false_type{}, std::false_type{});
 }
 
 // out[z] = lerp(a[z], b[z], w): the x and y lerps of pattern_sample over a run of values.
@@ -90,9 +167,13 @@ void LerpRun(const float* __restrict a, const float* __restrict b, float w, floa
   for (int i = 0; i < n; ++i) out[i] = model::pattern_lerp(a[i], b[i], w);
 }
 
-void MemoryRowWithPattern(const float* __restrict core, const float* __restrict group_mean,
-                          const float* __restrict pattern, float* __restrict dst, int Z) {
-  for (int z = 0; z < Z; ++z) dst[z] = model::memory_next(core[z], group_mean[z], pattern[z]);
+// coarse_memory_value's z columns of one coarse y cell: its four rows added in y order.
+void CellColumns(const float* __restrict rows, int Z, float* __restrict columns) {
+  for (int z = 0; z < Z; ++z) {
+    float sum = 0.0f;
+    for (int dy = 0; dy < 4; ++dy) sum += rows[dy * Z + z];
+    columns[z] = sum;
+  }
 }
 
 // One dynamics channel of quarter Q over a slab; Q is a template argument so the quarter's
@@ -111,19 +192,16 @@ void DynamicsPlane(const float* __restrict f, const float* __restrict a_abs, con
 SlabScratch::SlabScratch(const FieldShape& shape)
     : plane_(shape.ny * shape.nz),
       planes_(size_t(kPlanes) * plane_),
-      row_(shape.nz),
-      padded_(size_t(shape.ny + 2) * (shape.nz + 2)),
-      imprint_(shape.nz),
-      zeros_(shape.nz, 0.0f),
-      s_field_(shape.nz),
-      e_field_(shape.nz),
-      touched_(shape.nz),
+      padded_(size_t(shape.ny + 2) * shape.nz),
+      z_first_(plane_),
+      z_last_(plane_),
       pattern_x_(size_t(shape.memory()) * (shape.ny / 4) * shape.nz),
-      pattern_row_(shape.nz),
-      memory_columns_(size_t(shape.memory()) * (shape.ny / 4) * shape.nz),
-      near_(size_t(shape.ny) * kMaxNear),
-      near_count_(shape.ny) {
-  for (int d = 0; d < int(decay_.size()); ++d) decay_[d] = model::imprint_decay(d);
+      columns_(shape.nz),
+      imprint_(shape) {
+  for (int v = 0; v < plane_; ++v) {
+    z_first_[v] = v % shape.nz == 0;
+    z_last_[v] = v % shape.nz == shape.nz - 1;
+  }
 }
 
 void UpsamplePatternZ(const float* coarse, const FieldShape& sh, float* out) {
@@ -165,37 +243,6 @@ void PoolFromMemoryPlanes(const float* planes, const FieldShape& sh, float* pool
       }
 }
 
-// The imprint of content channel ch along row (x, y) (a row of zeros where no sensor reaches it):
-// each near sensor's share of S and of E, added per voxel in sensor order (a sensor reaches at
-// most 2 kImprintRadius + 1 voxels of a row), then imprint_term with the voxel's eta.
-const float* RowImprint(const SlabJob& job, int x, int y, int ch, const float* eta, SlabScratch& s) {
-  const RobotParams& p = *job.params;
-  const int Z = job.shape->nz, near_count = s.near_count_[y];
-  if (near_count == 0) return s.zeros_.data();
-  float* s_field = s.s_field_.data();
-  float* e_field = s.e_field_.data();
-  unsigned char* touched = s.touched_.data();
-  std::fill(s_field, s_field + Z, 0.0f);
-  std::fill(e_field, e_field + Z, 0.0f);
-  std::fill(touched, touched + Z, 0);
-  const int* near = &s.near_[size_t(y) * kMaxNear];
-  for (int k = 0; k < near_count; ++k) {
-    const int i = near[k];
-    const int plane_l1 = std::abs(p.site[i][0] - x) + std::abs(p.site[i][1] - y);
-    const float mix = p.mix[i][ch], sensor = job.sensors[i], error = job.errors[i];
-    const int zc = p.site[i][2];
-    for (int z = std::max(zc - model::kImprintRadius, 0); z <= std::min(zc + model::kImprintRadius, Z - 1); ++z) {
-      const float decay = s.decay_[plane_l1 + std::abs(zc - z)];
-      s_field[z] += model::imprint_share(mix, sensor, decay);
-      e_field[z] += model::imprint_share(mix, error, decay);
-      touched[z] = 1;
-    }
-  }
-  float* imprint = s.imprint_.data();
-  for (int z = 0; z < Z; ++z) imprint[z] = touched[z] ? model::imprint_term(s_field[z], e_field[z], eta[z]) : 0.0f;
-  return imprint;
-}
-
 void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial) {
   using namespace model;
   const FieldShape& sh = *job.shape;
@@ -205,88 +252,67 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
   const float* F = job.field_in;
   float* out = job.field_out;
   auto slab = [&](const float* base, int c, int xx) { return base + sh.index(c, xx, 0, 0); };
-  std::fill(s.planes_.begin(), s.planes_.end(), 0.0f);
+  const int xm = std::max(x - 1, 0), xp = std::min(x + 1, sh.nx - 1);
+  auto stencil = [&](int ch) {
+    return Stencil{PadPlane(slab(F, ch, x), Y, Z, s.padded_.data()), slab(F, ch, xm), slab(F, ch, xp), Z,
+                   s.z_first_.data(), s.z_last_.data()};
+  };
 
-  // Cross-channel terms of F_t at this slab: group means, memory mean, local activity per r.
+  // Cross-channel terms of F_t at this slab: group means, local activity per r, the rates.
   for (int ch = 0; ch < content; ++ch) {
     const int r = ch % q;
-    AccumulateActivity(slab(F, ch, x), s.plane(kGroupMean + ch / gs), s.plane(kActAbs + r), s.plane(kActSum + r),
-                       s.plane(kActSq + r), s.plane(kActQuiet + r), YZ);
+    AccumulateActivityOf(ch, gs, q, slab(F, ch, x), s.plane(kGroupMean + ch / gs), s.plane(kActAbs + r),
+                         s.plane(kActSum + r), s.plane(kActSq + r), s.plane(kActQuiet + r), YZ);
   }
-  float* mem_sum = s.plane(kNewGroup);  // borrowed until the reduction below
-  for (int ch = content; ch < content + memory; ++ch) AddInto(slab(F, ch, x), mem_sum, YZ);
   const float inv_gs = 1.0f / float(gs), inv_mem = 1.0f / float(memory);
   for (int g = 0; g < kContentGroups; ++g) Scale(s.plane(kGroupMean + g), inv_gs, YZ);
   for (int r = 0; r < q; ++r)
-    VoxelRates(slab(F, sh.dyn_channel(0, r), x), slab(F, sh.dyn_channel(1, r), x), slab(F, sh.dyn_channel(2, r), x),
-               slab(F, sh.dyn_channel(3, r), x), mem_sum, inv_mem, s.plane(kLam + r), s.plane(kRate + r),
-               s.plane(kEta + r), s.plane(kCoupling + r), YZ);
+    VoxelRates(slab(F, sh.dyn_channel(0, r), x), slab(F, sh.dyn_channel(1, r), x), slab(F, sh.dyn_channel(3, r), x),
+               s.plane(kLam + r), s.plane(kRate + r), s.plane(kEta + r), YZ);
 
-  // Sensors whose imprint window reaches each column (x, y) of this slab, in sensor order.
-  for (int y = 0; y < Y; ++y) {
-    int n = 0;
-    for (int i = 0; i < p.sensor_count && n < kMaxNear; ++i)
-      if (std::abs(p.site[i][0] - x) <= kImprintRadius && std::abs(p.site[i][1] - y) <= kImprintRadius)
-        s.near_[size_t(y) * kMaxNear + n++] = i;
-    s.near_count_[y] = n;
-  }
-
-  // The recalled pattern at this slab's x, per memory channel: pattern_sample's x lerp of the
-  // z-upsampled columns.
-  if (job.pattern_active) {
+  // Memory channels, which also sum F_t's memory channels for the coupling.
+  if (job.pattern_active) {  // pattern_sample's x lerp of the z-upsampled columns, per channel
     const PatternAxis ax = pattern_axis(x, sh.nx / 4);
-    const int cy = Y / 4, plane = cy * Z;
+    const int plane = (Y / 4) * Z;
     for (int j = 0; j < memory; ++j) {
       const float* pz = job.pattern_z + size_t(j) * (sh.nx / 4) * plane;
       LerpRun(pz + ax.i0 * plane, pz + ax.i1 * plane, ax.w, s.pattern_x_.data() + size_t(j) * plane, plane);
     }
   }
-
-  // Content and memory channels.
-  const int xm = std::max(x - 1, 0), xp = std::min(x + 1, sh.nx - 1);
-  float* core = s.row_.data();
-  for (int ch = 0; ch < content + memory; ++ch) {
-    const int r = ch % q;
-    const float* lam = s.plane(kLam + r);
-    const float* rate = s.plane(kRate + r);
-    const float* xm_slab = slab(F, ch, xm);
-    const float* xp_slab = slab(F, ch, xp);
-    float* padded = s.padded_.data();
-    PadPlane(slab(F, ch, x), Y, Z, padded);
-    const int pitch = Z + 2;
-    for (int y = 0; y < Y; ++y) {
-      const int o = y * Z;
-      CoreRow(padded + (y + 1) * pitch + 1, pitch, xm_slab + o, xp_slab + o, lam + o, rate + o, core, Z);
-      float* dst = out + sh.index(ch, x, y, 0);
-      if (ch < content) {
-        ContentRow(core, RowImprint(job, x, y, ch, s.plane(kEta + r) + o, s), s.plane(kCoupling + r) + o, dst, Z);
-      } else {
-        const int j = ch - content;
-        const float* gm = s.plane(kGroupMean + j % kContentGroups) + o;
-        if (job.pattern_active) {
-          // pattern_sample along the row: the y lerp of this slab's two nearest coarse rows.
-          const float* px = s.pattern_x_.data() + size_t(j) * (Y / 4) * Z;
-          const PatternAxis ay = pattern_axis(y, Y / 4);
-          float* row = s.pattern_row_.data();
-          LerpRun(px + ay.i0 * Z, px + ay.i1 * Z, ay.w, row, Z);
-          MemoryRowWithPattern(core, gm, row, dst, Z);
-        } else {
-          MemoryRow(core, gm, dst, Z);
-        }
-        // coarse_memory_value's z columns: this row added to its coarse y cell's (y rows in order).
-        float* columns = s.memory_columns_.data() + (size_t(j) * (Y / 4) + size_t(y / 4)) * Z;
-        if (y % 4 == 0) std::fill(columns, columns + Z, 0.0f);
-        AddInto(dst, columns, Z);
+  float* mem_sum = s.plane(kMemSum);
+  for (int j = 0; j < memory; ++j) {
+    const int ch = content + j, r = ch % q;
+    float* pattern = s.plane(kPattern);
+    if (job.pattern_active) {  // ... and its y lerp between the two nearest coarse rows
+      const float* px = s.pattern_x_.data() + size_t(j) * (Y / 4) * Z;
+      for (int y = 0; y < Y; ++y) {
+        const PatternAxis ay = pattern_axis(y, Y / 4);
+        LerpRun(px + ay.i0 * Z, px + ay.i1 * Z, ay.w, pattern + y * Z, Z);
       }
     }
+    float* dst = out + sh.index(ch, x, 0, 0);
+    MemoryPlane(stencil(ch), job.pattern_active, j == 0, s.plane(kLam + r), s.plane(kRate + r),
+                s.plane(kGroupMean + j % kContentGroups), pattern, mem_sum, dst, YZ);
+    // The slab's memory plane: coarse_memory_value's sums, rows in y order, then z in fours.
+    for (int cy = 0; cy < Y / 4; ++cy) {
+      CellColumns(dst + cy * 4 * Z, Z, s.columns_.data());
+      float* cells = job.memory_plane + (size_t(j) * (Y / 4) + cy) * (Z / 4);
+      const float* columns = s.columns_.data();
+      for (int k = 0; k < Z / 4; ++k)
+        cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
+    }
   }
+  for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(2, r), x), mem_sum, inv_mem, s.plane(kCoupling + r), YZ);
 
-  // The slab's memory plane: each coarse cell's four z columns added (coarse_memory_value's order).
-  for (int c = 0; c < memory * (Y / 4); ++c) {
-    const float* columns = s.memory_columns_.data() + size_t(c) * Z;
-    float* cells = job.memory_plane + size_t(c) * (Z / 4);
-    for (int k = 0; k < Z / 4; ++k)
-      cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
+  // Content channels: F' + imprint + coupling, and A_g of the new field as they are written.
+  s.imprint_.Prepare(p, x);
+  for (int ch = 0; ch < content; ++ch) {
+    const int r = ch % q;
+    if (!s.imprint_.empty()) s.imprint_.Fill(p, job.sensors, job.errors, ch);
+    float* new_group = s.plane(kNewGroup + ch / gs);
+    auto plane = ch % gs == 0 ? ContentPlane<true> : ContentPlane<false>;
+    plane(stencil(ch), s.imprint_, s.plane(kLam + r), s.plane(kRate + r), s.plane(kEta + r), s.plane(kCoupling + r),
+          out + sh.index(ch, x, 0, 0), new_group, YZ);
   }
 
   // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
@@ -305,10 +331,8 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
     }
   }
 
-  // This slab's share of the summary of F_t+1: A_g pooled.
-  std::fill(s.plane(kNewGroup), s.plane(kNewGroup) + kContentGroups * YZ, 0.0f);
-  for (int ch = 0; ch < content; ++ch) AddInto(slab(out, ch, x), s.plane(kNewGroup + ch / gs), YZ);
-  // Added voxel by voxel in y, then z order (each pool cell's sum as pool_block's loop took it).
+  // This slab's share of the summary of F_t+1: A_g pooled, added voxel by voxel in y, then z
+  // order (each pool cell's sum as pool_block's loop took it).
   const int cell_z = Z / kPoolCells;
   for (int g = 0; g < kContentGroups; ++g) {
     const float* a = s.plane(kNewGroup + g);

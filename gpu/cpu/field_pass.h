@@ -4,9 +4,9 @@
 // sums the slab partials in slab order: results do not depend on the thread count or the batch.
 #pragma once
 
-#include <array>
 #include <vector>
 
+#include "gpu/cpu/slab_imprint.h"
 #include "gpu/model/field_math.h"
 #include "gpu/model/readout.h"
 #include "gpu/model/robot_state.h"
@@ -34,22 +34,16 @@ class SlabScratch {
 
  private:
   friend void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
-  friend const float* RowImprint(const SlabJob& job, int x, int y, int ch, const float* eta, SlabScratch& s);
   float* plane(int i) { return planes_.data() + size_t(i) * plane_; }
   int plane_;
   std::vector<float> planes_;  // per-voxel terms of one slab, ny * nz floats each
-  std::vector<float> row_;     // core values of one row
-  std::vector<float> padded_;  // one channel's slab with replicated borders
-  std::vector<float> imprint_; // imprint of one row
-  std::vector<float> zeros_;   // ... of a row no sensor reaches
-  std::vector<float> s_field_, e_field_;  // S and E along one row
-  std::vector<unsigned char> touched_;    // whether any sensor reaches each voxel of the row
-  std::array<float, 3 * model::kImprintRadius + 1> decay_;  // imprint_decay by L1 distance
+  // One channel's slab with a replicated row above and below, so every voxel's y and z
+  // neighbours are plain loads.
+  std::vector<float> padded_;
+  std::vector<int> z_first_, z_last_;  // per plane voxel: whether z is 0 / nz - 1
   std::vector<float> pattern_x_;  // the recalled pattern at this slab's x: [memory][ny/4][nz]
-  std::vector<float> pattern_row_;  // ... at one row's y
-  std::vector<float> memory_columns_;  // F_t+1's memory channels summed over each coarse y cell
-  std::vector<int> near_;      // sensors near each column of the slab
-  std::vector<int> near_count_;
+  std::vector<float> columns_;    // one coarse y cell's memory rows summed: nz floats
+  SlabImprint imprint_;
 };
 
 void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);

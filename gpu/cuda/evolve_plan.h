@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "gpu/model/field_math.h"
 #include "gpu/model/field_shape.h"
 
 namespace fieldbrain::cuda {
@@ -19,8 +20,8 @@ namespace fieldbrain::cuda {
 // in each of the 4 pool cells along z.
 inline constexpr int kPartialStride = kPoolCells;
 inline constexpr int kPartialFloats = kContentGroups * kPartialStride;
-// Sensors whose imprint reaches one (x, y) column, in sensor order: the CPU engine's cap.
-inline constexpr int kMaxNearSensors = 32;
+// Sensors whose imprint reaches one (x, y) column, in sensor order: model's cap.
+inline constexpr int kMaxNearSensors = model::kMaxNearSensors;
 // Per (group, tile row) in the block's row reduction: the row's sums in the 4 pool cells.
 inline constexpr int kRowReduceStride = kPoolCells;
 inline constexpr int kMaxEvolveThreads = 256;

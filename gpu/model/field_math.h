@@ -15,6 +15,9 @@ namespace fieldbrain::model {
 inline constexpr float kFieldBound = 1.5f;     // content and memory stay within +-1.5
 inline constexpr float kDynamicsBound = 5.0f;  // dynamics channels stay within +-5
 inline constexpr int kImprintRadius = 2;       // Chebyshev radius of a sensor's imprint
+// Sensors whose imprint one (x, y) column takes, the first in sensor order: both engines' cap
+// (sensor_site never puts more than 25 within reach of a column).
+inline constexpr int kMaxNearSensors = 32;
 inline constexpr float kInitialSpread = 0.05f; // start: content and memory ~ N(0, 0.05^2)
 
 FB_HD float clamp_abs(float v, float bound) { return clampf(v, -bound, bound); }

@@ -1,0 +1,74 @@
+#include "gpu/cpu/slab_imprint.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "gpu/model/field_math.h"
+
+namespace fieldbrain::cpu {
+namespace {
+
+constexpr int kWindow = 2 * model::kImprintRadius + 1;
+
+// One sensor's shares added along its run (a small function with __restrict parameters, so GCC
+// vectorises it).
+void AddShares(const float* __restrict weight, float mix, float sensor, float error, float* __restrict s_field,
+               float* __restrict e_field, int n) {
+  for (int k = 0; k < n; ++k) {
+    s_field[k] += model::imprint_share(mix, sensor, weight[k]);
+    e_field[k] += model::imprint_share(mix, error, weight[k]);
+  }
+}
+
+}  // namespace
+
+SlabImprint::SlabImprint(const FieldShape& shape)
+    : Y_(shape.ny),
+      Z_(shape.nz),
+      weights_(size_t(kMaxSensors) * kWindow * shape.nz),
+      taken_(shape.ny),
+      s_field_(size_t(shape.ny) * shape.nz),
+      e_field_(size_t(shape.ny) * shape.nz) {
+  runs_.reserve(kMaxSensors);
+}
+
+void SlabImprint::Prepare(const RobotParams& p, int x) {
+  using model::kImprintRadius;
+  runs_.clear();
+  std::fill(taken_.begin(), taken_.end(), 0);
+  begin_ = Y_ * Z_;
+  end_ = 0;
+  for (int i = 0; i < p.sensor_count; ++i) {
+    const int dx = std::abs(p.site[i][0] - x);
+    if (dx > kImprintRadius) continue;
+    const int sy = p.site[i][1], sz = p.site[i][2];
+    const int y0 = std::max(sy - kImprintRadius, 0), y1 = std::min(sy + kImprintRadius, Y_ - 1);
+    const int z0 = std::max(sz - kImprintRadius, 0), z1 = std::min(sz + kImprintRadius, Z_ - 1);
+    if (y0 > y1 || z0 > z1) continue;
+    float* weight = weights_.data() + size_t(runs_.size()) * kWindow * Z_;
+    bool reaches = false;
+    for (int y = y0; y <= y1; ++y) {
+      float* row = weight + (y - y0) * Z_;
+      std::fill(row, row + Z_, 0.0f);
+      if (taken_[y] == model::kMaxNearSensors) continue;  // past the cap: this column ignores it
+      ++taken_[y];
+      reaches = true;
+      const int plane_l1 = dx + std::abs(sy - y);
+      for (int z = z0; z <= z1; ++z) row[z] = model::imprint_decay(plane_l1 + std::abs(sz - z));
+    }
+    if (!reaches) continue;
+    runs_.push_back(Run{i, y0 * Z_, (y1 - y0 + 1) * Z_, weight});
+    begin_ = std::min(begin_, y0 * Z_);
+    end_ = std::max(end_, (y1 + 1) * Z_);
+  }
+}
+
+void SlabImprint::Fill(const RobotParams& p, const float* sensors, const float* errors, int ch) {
+  std::fill(s_field_.begin() + begin_, s_field_.begin() + end_, 0.0f);
+  std::fill(e_field_.begin() + begin_, e_field_.begin() + end_, 0.0f);
+  for (const Run& run : runs_)
+    AddShares(run.weight, p.mix[run.sensor][ch], sensors[run.sensor], errors[run.sensor],
+              s_field_.data() + run.first, e_field_.data() + run.first, run.length);
+}
+
+}  // namespace fieldbrain::cpu

@@ -1,0 +1,52 @@
+// The imprint of one x-slab (DESIGN.md section 4, step 2) for the CPU field pass: which sensors
+// reach the slab, and per content channel the sensory field S and error field E they write.
+//
+// A sensor reaches the voxels within Chebyshev distance kImprintRadius of its site, weighted by
+// imprint_decay of the L1 distance. On one slab that is a run of whole z-rows, contiguous in the
+// slab's y-z plane; the run carries a weight per voxel, zero where the sensor does not reach, so
+// S and E are built by vector loops over runs. Each voxel still adds its sensors' shares in
+// sensor order (a zero-weight share adds +-0, which leaves a sum that starts at +0 unchanged), and a
+// column takes at most kMaxNearSensors sensors: S and E are bit for bit those of model:: and of
+// the CUDA kernel.
+#pragma once
+
+#include <vector>
+
+#include "gpu/model/robot_state.h"
+
+namespace fieldbrain::cpu {
+
+class SlabImprint {
+ public:
+  explicit SlabImprint(const FieldShape& shape);
+
+  // The runs of the sensors that reach slab x, in sensor order.
+  void Prepare(const RobotParams& params, int x);
+
+  // No sensor reaches the slab: its imprint is zero everywhere.
+  bool empty() const { return runs_.empty(); }
+  // The plane voxels (y * nz + z) some sensor reaches lie in [begin(), end()).
+  int begin() const { return begin_; }
+  int end() const { return end_; }
+
+  // S and E of content channel ch over [begin(), end()), indexed by plane voxel.
+  void Fill(const RobotParams& params, const float* sensors, const float* errors, int ch);
+  const float* s_field() const { return s_field_.data(); }
+  const float* e_field() const { return e_field_.data(); }
+
+ private:
+  struct Run {
+    int sensor;
+    int first;   // plane voxel where the run starts
+    int length;  // voxels: whole z-rows
+    const float* weight;
+  };
+  int Y_, Z_;
+  int begin_ = 0, end_ = 0;
+  std::vector<Run> runs_;
+  std::vector<float> weights_;  // per sensor: (2 kImprintRadius + 1) rows of nz weights
+  std::vector<int> taken_;      // per y: sensors this column has taken (the cap)
+  std::vector<float> s_field_, e_field_;
+};
+
+}  // namespace fieldbrain::cpu
