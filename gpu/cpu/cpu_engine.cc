@@ -23,6 +23,10 @@
 namespace fieldbrain::cpu {
 namespace {
 
+// A batch's field pass takes one more thread per this many field floats (two tiny-field robots,
+// about 50 us of one core): below that, waking a core costs more than it saves.
+constexpr int64_t kFieldFloatsPerThread = int64_t(1) << 14;
+
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
@@ -88,14 +92,21 @@ class CpuBackend final : public EngineBackend {
 
   absl::Status RunBatch(std::span<const BatchInputRow> rows) override {
     const int n = int(rows.size());
+    // Only threads with work worth sharing: a small batch runs on fewer (one tiny-field robot on
+    // one). Each robot's steps stay on one thread through the loops below wherever the two counts
+    // agree (static schedules), so its state stays in that core's cache.
+    const int robot_threads = std::clamp(n, 1, threads_);
+    const int field_threads =
+        int(std::clamp<int64_t>(int64_t(n) * config_.shape.floats() / kFieldFloatsPerThread, 1, threads_));
     const auto t0 = std::chrono::steady_clock::now();
 
+#pragma omp parallel for num_threads(robot_threads) schedule(static)
     for (int r = 0; r < n; ++r)
       OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, rows[r].reward,
                 &errors_[size_t(r) * kMaxSensors]);
 
     const auto tm = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(robot_threads) schedule(static)
     for (int r = 0; r < n; ++r) {
       const int slot = rows[r].slot;
       MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Pooled(slot), config_.shape,
@@ -106,7 +117,7 @@ class CpuBackend final : public EngineBackend {
     const auto t1 = std::chrono::steady_clock::now();
     const int nx = config_.shape.nx;
     std::memset(static_cast<void*>(partials_.data()), 0, sizeof(model::FieldSummary) * size_t(n) * nx);
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(field_threads) schedule(static)
     for (int job = 0; job < n * nx; ++job) {
       const int r = job / nx, x = job % nx;
       const int slot = rows[r].slot;
@@ -123,7 +134,7 @@ class CpuBackend final : public EngineBackend {
     }
 
     const auto t2 = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(robot_threads) schedule(static)
     for (int r = 0; r < n; ++r) {
       model::FieldSummary summary{};
       for (int x = 0; x < nx; ++x) Accumulate(summary, partials_[size_t(r) * nx + x]);

@@ -2,7 +2,10 @@
 // robots, on one thread and on all cores. Reports time per batch and per robot-cycle, and the
 // field bytes moved per second (read F_t + write F_t+1, the same bytes model as the GPU target),
 // beside the reference measured in the same run: one core's memcpy of the same fields
-// (`memcpy_us`, `of_memcpy` = the engine's field bytes/s as a fraction of the memcpy's).
+// (`memcpy_us`, `of_memcpy` = the engine's field bytes/s as a fraction of the memcpy's). Rows on
+// several threads also print `of_split`: their time per robot-cycle over the same field's one
+// robot on one thread (measured earlier in the run) divided by the threads; 1 or less means the
+// work splits across cores with nothing lost to cache or coordination.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -52,6 +55,12 @@ double MemcpySeconds(int64_t bytes) {
   return best;
 }
 
+// Seconds per robot-cycle of one robot on one thread, per field, as this run measured them.
+std::map<int, double>& OneRobotOneThread() {
+  static std::map<int, double> seconds;
+  return seconds;
+}
+
 void BM_CpuCycle(benchmark::State& state) {
   // 0 small, 1 default, 2 tiny (brain-load's field: what the engine costs at the smallest shape).
   const FieldShape shape = state.range(0) == 1   ? FieldShape::Default()
@@ -90,6 +99,10 @@ void BM_CpuCycle(benchmark::State& state) {
   }
   const double batch_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() / double(state.iterations());
+  const double per_robot_s = batch_s / double(robots);
+  if (robots == 1 && config.threads == 1) OneRobotOneThread()[int(state.range(0))] = per_robot_s;
+  if (auto it = OneRobotOneThread().find(int(state.range(0))); config.threads > 1 && it != OneRobotOneThread().end())
+    state.counters["of_split"] = benchmark::Counter(per_robot_s / (it->second / double(config.threads)));
   state.counters["memcpy_us"] = benchmark::Counter(memcpy_s * 1e6);
   state.counters["of_memcpy"] = benchmark::Counter(memcpy_s / batch_s);
   // Per batch, by stage: where the cycle's time goes (memory = the HRR pattern memory).
