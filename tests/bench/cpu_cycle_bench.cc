@@ -2,10 +2,14 @@
 // robots, on one thread and on all cores. Reports time per batch and per robot-cycle, and the
 // field bytes moved per second (read F_t + write F_t+1, the same bytes model as the GPU target),
 // beside the reference measured in the same run: one core's memcpy of the same fields
-// (`memcpy_us`, `of_memcpy` = the engine's field bytes/s as a fraction of the memcpy's). Rows on
-// several threads also print `of_split`: their time per robot-cycle over the same field's one
-// robot on one thread (measured earlier in the run) divided by the threads; 1 or less means the
-// work splits across cores with nothing lost to cache or coordination.
+// (`memcpy_us`, `of_memcpy` = the engine's field bytes/s as a fraction of the memcpy's), and the
+// arithmetic floor: one core's model::evolve_core over every content and memory value of a field
+// from L1 (`core_floor_us`, `of_core_floor` = floor / time per robot-cycle). Rows on several
+// threads also print `of_split`: their time per robot-cycle over the same field's one robot on one
+// thread (measured earlier in the run) divided by the threads, 1 or less meaning the work splits
+// across cores with nothing lost; and `of_copies`: the same over independent one-robot,
+// one-thread engines running on every core at once, which is what the machine's cores give
+// together (they share caches, memory and clocks).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -15,10 +19,12 @@
 #include <string>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "gpu/engine.h"
+#include "gpu/model/field_math.h"
 
 namespace fieldbrain {
 namespace {
@@ -53,6 +59,80 @@ double MemcpySeconds(int64_t bytes) {
   benchmark::DoNotOptimize(to.data());
   measured[bytes] = best;
   return best;
+}
+
+// Seconds one core takes for model::evolve_core on every content and memory value of `shape`,
+// working through one L1-resident block of rows again and again: the cycle's dominant arithmetic
+// with no memory traffic. Best of five.
+double CoreFloorSeconds(const FieldShape& shape) {
+  static std::map<int64_t, double> measured;
+  const int64_t values = int64_t(shape.content() + shape.memory()) * shape.voxels();
+  if (auto it = measured.find(values); it != measured.end()) return it->second;
+  constexpr int kBlock = 1024;
+  std::vector<float> c(kBlock + 2), neighbour(kBlock, 0.1f), lam(kBlock, 0.95f), rate(kBlock, 0.1f), out(kBlock);
+  for (int i = 0; i < kBlock + 2; ++i) c[size_t(i)] = 0.002f * float(i % 700) - 0.7f;
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t done = 0; done < values; done += kBlock) {
+      const float* centre = c.data() + 1;
+      for (int i = 0; i < kBlock; ++i)
+        out[size_t(i)] = model::evolve_core(
+            centre[i],
+            model::laplacian7(centre[i], neighbour[size_t(i)], neighbour[size_t(i)], neighbour[size_t(i)],
+                              neighbour[size_t(i)], centre[i - 1], centre[i + 1]),
+            lam[size_t(i)], rate[size_t(i)]);
+      benchmark::DoNotOptimize(out.data());
+      benchmark::ClobberMemory();
+    }
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  measured[values] = best;
+  return best;
+}
+
+// Seconds per robot-cycle when each of `cores` threads runs its own one-robot, one-thread engine
+// at the same time, for about 0.3 s: the reference for how well a batch splits over the cores.
+double IndependentCopiesSeconds(const FieldShape& shape, int cores) {
+  static std::map<std::pair<int64_t, int>, double> measured;
+  const auto key = std::make_pair(shape.floats(), cores);
+  if (auto it = measured.find(key); it != measured.end()) return it->second;
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (int t = 0; t < cores; ++t) {
+    EngineConfig config;
+    config.shape = shape;
+    config.max_robots = 1;
+    config.max_batch = 1;
+    config.threads = 1;
+    auto engine = MakeEngine("cpu", config);
+    if (!engine.ok()) return 0.0;
+    (*engine)->inputs()[0].slot = *(*engine)->CreateBrain(BrainSpec{uint64_t(t + 1), 12, 4, true});
+    engines.push_back(std::move(*engine));
+  }
+  std::vector<double> rate(size_t(cores), 0.0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < cores; ++t)
+    threads.emplace_back([&, t] {
+      Engine& e = *engines[size_t(t)];
+      std::mt19937 rng{uint32_t(t)};
+      std::uniform_real_distribution<float> uni(-1, 1);
+      int64_t cycles = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      double elapsed = 0.0;
+      while (elapsed < 0.3) {
+        for (int i = 0; i < 12; ++i) e.inputs()[0].sensors[i] = uni(rng);
+        e.inputs()[0].reward = uni(rng);
+        if (!e.RunBatch(1).ok()) return;
+        ++cycles;
+        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      rate[size_t(t)] = double(cycles) / elapsed;
+    });
+  for (std::thread& t : threads) t.join();
+  double total = 0.0;
+  for (double r : rate) total += r;
+  measured[key] = total > 0.0 ? 1.0 / total : 0.0;
+  return measured[key];
 }
 
 // Seconds per robot-cycle of one robot on one thread, per field, as this run measured them.
@@ -103,6 +183,13 @@ void BM_CpuCycle(benchmark::State& state) {
   if (robots == 1 && config.threads == 1) OneRobotOneThread()[int(state.range(0))] = per_robot_s;
   if (auto it = OneRobotOneThread().find(int(state.range(0))); config.threads > 1 && it != OneRobotOneThread().end())
     state.counters["of_split"] = benchmark::Counter(per_robot_s / (it->second / double(config.threads)));
+  if (config.threads > 1) {
+    if (const double copies_s = IndependentCopiesSeconds(shape, config.threads); copies_s > 0.0)
+      state.counters["of_copies"] = benchmark::Counter(per_robot_s / copies_s);
+  }
+  const double floor_s = CoreFloorSeconds(shape);
+  state.counters["core_floor_us"] = benchmark::Counter(floor_s * 1e6);
+  state.counters["of_core_floor"] = benchmark::Counter(floor_s / per_robot_s);
   state.counters["memcpy_us"] = benchmark::Counter(memcpy_s * 1e6);
   state.counters["of_memcpy"] = benchmark::Counter(memcpy_s / batch_s);
   // Per batch, by stage: where the cycle's time goes (memory = the HRR pattern memory).
