@@ -1,11 +1,14 @@
 # The two commands of the quick start, plus the build and the benchmarks.
 #   make demo   install what is missing, build, run the daemon and simulated robots, print a summary
 #   make test   install what is missing, build, run every test (ctest)
-#   make bench  the benchmark binaries, figures for docs/benchmarks.md
+#   make bench  the benchmark binaries (and the CPU engine beside PyTorch), figures for docs/benchmarks.md
 # make test also builds the CUDA emulation twice (the CUDA engine and HRR compiled as C++ against
 # gpu/emu): build-emu under AddressSanitizer and UBSan, build-emu-tsan under ThreadSanitizer (the
 # race checker), and runs their tests (ctest label cuda-emu).
 BUILD ?= build
+# Debian's python3 packages (python3-torch for make bench) install for /usr/bin/python3, which a
+# python3 on PATH (pyenv, a venv) may not see.
+DEBIAN_PYTHON ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 EMU_BUILD ?= $(BUILD)-emu
 TSAN_BUILD ?= $(BUILD)-emu-tsan
 JOBS ?= 2
@@ -44,7 +47,9 @@ test: build build-emu build-emu-tsan
 	cd $(TSAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L cuda-emu
 
 bench: build
+	./deploy/install-deps.sh --bench
 	$(BUILD)/tests/bench/cpu_cycle_bench
+	$(DEBIAN_PYTHON) tests/bench/cpu_vs_torch.py --bench $(BUILD)/tests/bench/cpu_cycle_bench
 	$(BUILD)/tests/bench/hrr_bench
 	$(BUILD)/tests/bench/loopback_bench
 

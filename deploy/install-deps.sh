@@ -2,6 +2,8 @@
 # Installs the Debian 12 packages fieldbrain builds and tests with, only those that are missing.
 # Idempotent; uses sudo only when not root. The CUDA toolkit is not a Debian package: when
 # /usr/local/cuda/bin/nvcc exists the build adds the CUDA engine, otherwise it is CPU-only.
+# --bench adds what only `make bench` uses: PyTorch, for the peer the CPU engine is measured
+# against (tests/bench/cpu_vs_torch.py).
 set -euo pipefail
 
 packages=(
@@ -16,6 +18,7 @@ packages=(
   nginx-light prometheus python3-yaml
   libboost-context1.81-dev
 )
+[ "${1:-}" = --bench ] && packages+=(python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -178,7 +178,7 @@ class Shape:
         return max(0, z - IMPRINT_RADIUS), min(self.nz, z + IMPRINT_RADIUS + 1)
 
 
-SHAPES = {"default": Shape("default", 64, 32), "small": Shape("small", 32, 16)}
+SHAPES = {"default": Shape("default", 64, 32), "small": Shape("small", 32, 16), "tiny": Shape("tiny", 16, 8)}
 
 
 def site_grid(n):
@@ -1048,6 +1048,8 @@ def main():
     ap.add_argument("--deadline-s", type=float, default=None,
                     help="start no configuration after this many seconds (the rest are skipped, reported)")
     ap.add_argument("--out", default=None, help="write the results as JSON here (rewritten after each row)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch's CPU threads (torch.set_num_threads; default: torch's own choice)")
     args = ap.parse_args()
 
     if torch is None:
@@ -1060,6 +1062,8 @@ def main():
     modes = args.modes or (DEFAULT_CUDA_MODES if device.type == "cuda" else ["eager"])
     if device.type != "cuda" and "compile-ro" in modes:
         sys.exit("compile-ro (CUDA graphs) needs --device cuda")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     started = time.monotonic()
     deadline = started + args.deadline_s if args.deadline_s else None
     torch.set_float32_matmul_precision("highest")  # fp32: no TF32 in the imprint's matrix product
@@ -1067,9 +1071,10 @@ def main():
 
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"torch {torch.__version__} on {device_name}; fp32; {SENSORS} sensors, {MOTORS} motors; "
-          f"modes {', '.join(modes)}", flush=True)
+          f"modes {', '.join(modes)}; {torch.get_num_threads()} CPU threads", flush=True)
     report = {"device": device_name, "torch": torch.__version__, "dtype": "float32", "sensors": SENSORS,
-              "motors": MOTORS, "modes": modes, "warmup": args.warmup, "cycles": args.cycles,
+              "motors": MOTORS, "modes": modes, "cpu_threads": torch.get_num_threads(), "warmup": args.warmup,
+              "cycles": args.cycles,
               "timing": "median of per-cycle CUDA events" if device.type == "cuda" else "median of per-cycle clock",
               "checks": {}, "rows": []}
     failed = False
