@@ -49,11 +49,6 @@ void AccumulateActivityOf(int ch, int gs, int q, const float* f, float* group, f
     AccumulateActivity<false, false>(f, group, a_abs, a_sum, a_sq, a_quiet, n);
 }
 
-template <bool kFirst>
-void AddInto(const float* __restrict f, float* __restrict acc, int n) {
-  for (int v = 0; v < n; ++v) acc[v] = (kFirst ? 0.0f : acc[v]) + f[v];
-}
-
 void Scale(float* __restrict a, float k, int n) {
   for (int v = 0; v < n; ++v) a[v] *= k;
 }
