@@ -54,8 +54,9 @@ void QuarterActivity(const float* __restrict f, int64_t stride, int channels, fl
   }
 }
 
-// The sum of a run of channels (a content group).
-void ChannelSum(const float* __restrict f, int64_t stride, int channels, float* __restrict sum, int n) {
+// The mean of a run of channels (a content group): their sum times `inv_count`.
+void ChannelMean(const float* __restrict f, int64_t stride, int channels, float inv_count, float* __restrict mean,
+                 int n) {
   for (int v0 = 0; v0 < n; v0 += kLanes) {
     float acc[kLanes];
     for (int l = 0; l < kLanes; ++l) acc[l] = 0.0f;
@@ -63,12 +64,8 @@ void ChannelSum(const float* __restrict f, int64_t stride, int channels, float* 
       const float* in = f + k * stride + v0;
       for (int l = 0; l < kLanes; ++l) acc[l] += in[l];
     }
-    for (int l = 0; l < kLanes; ++l) sum[v0 + l] = acc[l];
+    for (int l = 0; l < kLanes; ++l) mean[v0 + l] = acc[l] * inv_count;
   }
-}
-
-void Scale(float* __restrict a, float k, int n) {
-  for (int v = 0; v < n; ++v) a[v] *= k;
 }
 
 void VoxelRates(const float* __restrict d_ret, const float* __restrict d_dif, const float* __restrict d_pla,
@@ -106,9 +103,10 @@ struct Stencil {
   const int* z_last;
 };
 
-[[gnu::always_inline]] inline float CoreAt(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
-                                 const int* __restrict z_first, const int* __restrict z_last, int pitch,
-                                 const float* __restrict lam, const float* __restrict rate, int v) {
+[[gnu::always_inline]] inline float CoreAt(const float* __restrict c, const float* __restrict xm,
+                                           const float* __restrict xp, const int* __restrict z_first,
+                                           const int* __restrict z_last, int pitch, const float* __restrict lam,
+                                           const float* __restrict rate, int v) {
   const float left = c[v - 1], right = c[v + 1];  // loaded always: the padding rows make both safe
   const float zm = z_first[v] ? c[v] : left, zp = z_last[v] ? c[v] : right;
   return model::evolve_core(c[v], model::laplacian7(c[v], xm[v], xp[v], c[v - pitch], c[v + pitch], zm, zp), lam[v],
@@ -120,10 +118,11 @@ struct Stencil {
 // no longer vectorises them.
 template <bool kImprint, bool kFirstOfGroup>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
-                const int* __restrict z_first, const int* __restrict z_last, int pitch, const float* __restrict lam,
-                const float* __restrict rate, const float* __restrict s_field, const float* __restrict e_field,
-                const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
-                float* __restrict new_group, int begin, int end) {
+                                  const int* __restrict z_first, const int* __restrict z_last, int pitch,
+                                  const float* __restrict lam, const float* __restrict rate,
+                                  const float* __restrict s_field, const float* __restrict e_field,
+                                  const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
+                                  float* __restrict new_group, int begin, int end) {
   for (int v = begin; v < end; ++v) {
     const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, lam, rate, v);
     const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
@@ -152,10 +151,12 @@ void ContentPlane(const Stencil& st, const SlabImprint& imprint, const float* la
 // Memory channel j: 0.9 F' + 0.05 mean(G) + 0.1 P over the plane, and F_t's memory channels summed
 // for the coupling.
 template <bool kPattern, bool kFirstMemory>
-[[gnu::noinline]] void MemoryPlaneRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
-                    const int* __restrict z_first, const int* __restrict z_last, int pitch,
-                    const float* __restrict lam, const float* __restrict rate, const float* __restrict group_mean,
-                    const float* __restrict pattern, float* __restrict mem_sum, float* __restrict dst, int n) {
+[[gnu::noinline]] void MemoryPlaneRun(const float* __restrict c, const float* __restrict xm,
+                                      const float* __restrict xp, const int* __restrict z_first,
+                                      const int* __restrict z_last, int pitch, const float* __restrict lam,
+                                      const float* __restrict rate, const float* __restrict group_mean,
+                                      const float* __restrict pattern, float* __restrict mem_sum,
+                                      float* __restrict dst, int n) {
   for (int v = 0; v < n; ++v) {
     mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
     const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, lam, rate, v);
@@ -274,13 +275,12 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
   // Cross-channel terms of F_t at this slab: group means, local activity per r (the channels
   // ch = r, r + q, ...), the rates.
   const int64_t channel_floats = sh.voxels();
+  const float inv_gs = 1.0f / float(gs), inv_mem = 1.0f / float(memory);
   for (int g = 0; g < kContentGroups; ++g)
-    ChannelSum(slab(F, g * gs, x), channel_floats, gs, s.plane(kGroupMean + g), YZ);
+    ChannelMean(slab(F, g * gs, x), channel_floats, gs, inv_gs, s.plane(kGroupMean + g), YZ);
   for (int r = 0; r < q; ++r)
     QuarterActivity(slab(F, r, x), q * channel_floats, content / q, s.plane(kActAbs + r), s.plane(kActSum + r),
                     s.plane(kActSq + r), s.plane(kActQuiet + r), YZ);
-  const float inv_gs = 1.0f / float(gs), inv_mem = 1.0f / float(memory);
-  for (int g = 0; g < kContentGroups; ++g) Scale(s.plane(kGroupMean + g), inv_gs, YZ);
   for (int r = 0; r < q; ++r)
     VoxelRates(slab(F, sh.dyn_channel(0, r), x), slab(F, sh.dyn_channel(1, r), x), slab(F, sh.dyn_channel(3, r), x),
                s.plane(kLam + r), s.plane(kRate + r), s.plane(kEta + r), YZ);

@@ -2,10 +2,11 @@
 """The CPU engine beside the peer a researcher writes first, in one run: PyTorch eager on the CPU.
 
 Runs tests/bench/torch_reference.py --device cpu (the section-4 cycle in PyTorch, batched; torch
-on as many threads as there are cores) and cpu_cycle_bench's rows for the same fields and batches (ours on one thread and on
-all cores), one after the other, and prints each pair with its ratio: torch's time per cycle over
-ours. Issue 24 aims at 10x or more on every shape and batch. The peer leaves out the pattern memory
-the engine runs every cycle (torch_reference.py says why), so the ratios lean in torch's favour.
+on as many threads as there are cores) and cpu_cycle_bench's rows for the same fields and batches
+(ours on one thread and on all cores), one after the other, and prints each pair with its ratio:
+torch's time per cycle over ours. Issue 24 aims at 10x or more on every shape and batch. The peer
+leaves out the pattern memory the engine runs every cycle (torch_reference.py says why), so the
+ratios lean in torch's favour.
 
 Needs python3-torch (deploy/install-deps.sh --bench installs it, for Debian's /usr/bin/python3).
 """
