@@ -9,6 +9,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gpu/cpu_arch.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/cycle_stream.h"
 #include "server/device_fault_hook.h"
@@ -135,6 +136,7 @@ absl::StatusOr<std::string> BrainServer::ChooseMemoryBackend() {
 
 absl::Status BrainServer::StartBrain(const std::string& version) {
   const ServerConfig& config = config_;
+  if (absl::Status s = CheckCpuRunsEngines(); !s.ok()) return s;
   if (!config.checkpoint_dir.empty()) {
     if (absl::Status s = CheckCheckpointDir(config.checkpoint_dir); !s.ok()) return s;
   }
