@@ -50,29 +50,38 @@ FB_HD float imprint_decay(int l1) {
 FB_HD float imprint_share(float mix, float value, float decay) { return mix * value * decay; }
 
 // What the imprint adds to a content channel: 0.05 S + eta E.
-FB_HD float imprint_term(float s_field, float e_field, float eta) { return 0.05f * s_field + eta * e_field; }
+FB_HD float imprint_term(float s_field, float e_field, float eta) { return mul_add(eta, e_field, 0.05f * s_field); }
 
 // 7-point Laplacian; callers pass clamped (replicated) neighbours at the borders.
 FB_HD float laplacian7(float c, float xm, float xp, float ym, float yp, float zm, float zp) {
-  return ((xm + xp) + (ym + yp) + (zm + zp)) - 6.0f * c;
+  return mul_add(-6.0f, c, (xm + xp) + (ym + yp) + (zm + zp));
 }
 
 // The per-voxel rates of channels with ch mod quarter == r, from the voxel's dynamics channels.
 // They depend on the voxel and r only, so engines compute them once per voxel, not per channel.
 // k = 0.05 + 0.1 sigmoid(D_diffusion), lam = 0.90 + 0.099 sigmoid(D_retention).
-FB_HD float diffusion_rate(float d_diffusion) { return 0.05f + 0.1f * fast_sigmoid(d_diffusion); }
-FB_HD float retention_rate(float d_retention) { return 0.90f + 0.099f * fast_sigmoid(d_retention); }
+FB_HD float diffusion_rate(float d_diffusion) { return mul_add(0.1f, fast_sigmoid(d_diffusion), 0.05f); }
+FB_HD float retention_rate(float d_retention) { return mul_add(0.099f, fast_sigmoid(d_retention), 0.90f); }
 // eta = 0.1 (0.5 + sigmoid(D_plasticity)): how strongly prediction error is written into content.
 FB_HD float plasticity_gain(float d_plasticity) { return 0.1f * (0.5f + fast_sigmoid(d_plasticity)); }
 // Memory-to-content coupling: 0.2 sigmoid(D_coupling) tanh(mean memory at v); the gain is 0.1 at
 // rest (D = 0), as DESIGN.md writes it, and the coupling channels can move it within (0, 0.2).
+// The tanh does not depend on the quarter, so the CPU pass takes it once per voxel.
+FB_HD float memory_coupling_of(float d_coupling, float tanh_memory_mean) {
+  return 0.2f * fast_sigmoid(d_coupling) * tanh_memory_mean;
+}
 FB_HD float memory_coupling(float d_coupling, float memory_mean) {
-  return 0.2f * fast_sigmoid(d_coupling) * fast_tanh(memory_mean);
+  return memory_coupling_of(d_coupling, fast_tanh(memory_mean));
 }
 
-// F' = 0.95 tanh(0.9 lam (F + k L)).
+// F' = 0.95 tanh(0.9 lam (F + k L)). The gain 0.9 lam is the voxel's, for all its channels: the
+// CPU pass takes it once per voxel (the same product, so the same bits).
+FB_HD float evolve_gain(float lam) { return 0.9f * lam; }
+FB_HD float evolve_core_with_gain(float f, float lap, float gain, float k) {
+  return 0.95f * fast_tanh(gain * mul_add(k, lap, f));
+}
 FB_HD float evolve_core(float f, float lap, float lam, float k) {
-  return 0.95f * fast_tanh(0.9f * lam * (f + k * lap));
+  return evolve_core_with_gain(f, lap, evolve_gain(lam), k);
 }
 
 // Content: F' + 0.05 S + eta E + the memory coupling, kept within the field bound.
@@ -82,7 +91,7 @@ FB_HD float content_next(float core, float imprint, float coupling) {
 
 // Memory channel j: 0.9 F'_j + 0.05 mean(G_(j mod 4)) + 0.1 P_j.
 FB_HD float memory_next(float core, float group_mean, float pattern) {
-  return clamp_abs(0.9f * core + 0.05f * group_mean + 0.1f * pattern, kFieldBound);
+  return clamp_abs(mul_add(0.1f, pattern, mul_add(0.05f, group_mean, 0.9f * core)), kFieldBound);
 }
 
 // Local activity of the content channels that one dynamics channel governs (those with
@@ -120,7 +129,7 @@ FB_HD float dynamics_target(int quarter, const LocalActivity& a) {
 
 // D <- 0.95 D + 0.05 U, within +-5.
 FB_HD float dynamics_next(float d, float target) {
-  return clamp_abs(0.95f * d + 0.05f * target, kDynamicsBound);
+  return clamp_abs(mul_add(0.05f, target, 0.95f * d), kDynamicsBound);
 }
 
 // Where fine voxel v falls between coarse cells along an axis of n cells (cell centres at
@@ -136,7 +145,7 @@ FB_HD PatternAxis pattern_axis(int v, int n) {
   return PatternAxis{i0, i0 + 1 < n ? i0 + 1 : n - 1, u - float(i0)};
 }
 
-FB_HD float pattern_lerp(float a0, float a1, float w) { return a0 + w * (a1 - a0); }
+FB_HD float pattern_lerp(float a0, float a1, float w) { return mul_add(w, a1 - a0, a0); }
 
 // The coarse pattern (one channel, pooled by 4 on each axis) interpolated along z at fine z, at
 // coarse cell (i, j) of x and y.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Two rules every kernel file of a CUDA target must keep, read from the PTX nvcc makes of it with
 # that target's own flags:
-# - the contraction policy (docs/decisions.md, "Parity by construction"): no fused multiply-add,
-#   and every float multiply and add rounded explicitly (.rn, which ptxas may not fuse either);
+# - the contraction policy (docs/decisions.md, "Parity by construction" and "Fused multiply-adds"):
+#   every float multiply and add rounded explicitly (.rn, which ptxas may not fuse). The fma.rn
+#   the PTX holds are the model's own model::mul_add, written out; with contraction on, nvcc
+#   leaves plain mul/add without .rn for ptxas to fuse, which is what fails here;
 # - every kernel declares its launch bound (FB_KERNEL, gpu/cuda/kernel_macros.h): a .maxntid on
 #   every .entry, which the emulation build enforces at each launch as a card does.
 # Usage: kernels_ptx_test.sh NVCC TARGET_DIR SOURCE.cu... (TARGET_DIR: the target's
@@ -33,7 +35,7 @@ for source in "$@"; do
   bounded=$(grep -cE '^\s*\.maxntid' "$ptx" || true)
   echo "$(basename "$source"): fma.rn.f32 $fused, mul/add/sub without .rn $unrounded, with .rn $rounded;" \
     "kernels $entries, with a launch bound $bounded"
-  if [[ $fused -ne 0 || $unrounded -ne 0 || $rounded -eq 0 ]]; then
+  if [[ $unrounded -ne 0 || $rounded -eq 0 ]]; then
     echo "  FAIL: $source is compiled with FMA contraction allowed" >&2
     failed=1
   fi
