@@ -11,10 +11,11 @@
 namespace fieldbrain::cpu {
 namespace {
 
-// Planes of SlabScratch: 4 group means, memory coupling per r (4), lam, k, eta per r (4 each),
-// activity sums per r (4 each of |F|, F, F^2, quiet count), A_g of the new field (4), the sum of
-// the memory channels, the recalled pattern of one memory channel.
-constexpr int kGroupMean = 0, kCoupling = 4, kLam = 8, kRate = 12, kEta = 16;
+// Planes of SlabScratch: 4 group means, memory coupling per r (4), evolve gain (0.9 lam), k, eta
+// per r (4 each), activity sums per r (4 each of |F|, F, F^2, quiet count), A_g of the new field
+// (4), the sum of the memory channels (then its mean's tanh), the recalled pattern of one memory
+// channel.
+constexpr int kGroupMean = 0, kCoupling = 4, kGain = 8, kRate = 12, kEta = 16;
 constexpr int kActAbs = 20, kActSum = 24, kActSq = 28, kActQuiet = 32, kNewGroup = 36;
 constexpr int kMemSum = 40, kPattern = 41;
 constexpr int kPlanes = 42;
@@ -68,18 +69,23 @@ void ChannelMean(const float* __restrict f, int64_t stride, int channels, float 
   }
 }
 
+// `gain` is evolve_gain of the retention rate lam: all the channels need of lam.
 void VoxelRates(const float* __restrict d_ret, const float* __restrict d_dif, const float* __restrict d_pla,
-                float* __restrict lam, float* __restrict rate, float* __restrict eta, int n) {
+                float* __restrict gain, float* __restrict rate, float* __restrict eta, int n) {
   for (int v = 0; v < n; ++v) {
-    lam[v] = model::retention_rate(d_ret[v]);
+    gain[v] = model::evolve_gain(model::retention_rate(d_ret[v]));
     rate[v] = model::diffusion_rate(d_dif[v]);
     eta[v] = model::plasticity_gain(d_pla[v]);
   }
 }
 
-void Coupling(const float* __restrict d_cou, const float* __restrict mem_sum, float inv_mem, float* __restrict cou,
-              int n) {
-  for (int v = 0; v < n; ++v) cou[v] = model::memory_coupling(d_cou[v], mem_sum[v] * inv_mem);
+// tanh of the memory channels' mean, which every quarter's coupling takes.
+void MemoryTanh(float* __restrict mem_sum, float inv_mem, int n) {
+  for (int v = 0; v < n; ++v) mem_sum[v] = model::fast_tanh(mem_sum[v] * inv_mem);
+}
+
+void Coupling(const float* __restrict d_cou, const float* __restrict tanh_mean, float* __restrict cou, int n) {
+  for (int v = 0; v < n; ++v) cou[v] = model::memory_coupling_of(d_cou[v], tanh_mean[v]);
 }
 
 // One channel's slab into `padded` (SlabScratch::padded_); returns its first voxel.
@@ -105,12 +111,12 @@ struct Stencil {
 
 [[gnu::always_inline]] inline float CoreAt(const float* __restrict c, const float* __restrict xm,
                                            const float* __restrict xp, const int* __restrict z_first,
-                                           const int* __restrict z_last, int pitch, const float* __restrict lam,
+                                           const int* __restrict z_last, int pitch, const float* __restrict gain,
                                            const float* __restrict rate, int v) {
   const float left = c[v - 1], right = c[v + 1];  // loaded always: the padding rows make both safe
   const float zm = z_first[v] ? c[v] : left, zp = z_last[v] ? c[v] : right;
-  return model::evolve_core(c[v], model::laplacian7(c[v], xm[v], xp[v], c[v - pitch], c[v + pitch], zm, zp), lam[v],
-                            rate[v]);
+  return model::evolve_core_with_gain(
+      c[v], model::laplacian7(c[v], xm[v], xp[v], c[v - pitch], c[v + pitch], zm, zp), gain[v], rate[v]);
 }
 
 // Content channel: F' + imprint + coupling over plane voxels [begin, end), and its share of A_g
@@ -119,12 +125,12 @@ struct Stencil {
 template <bool kImprint, bool kFirstOfGroup>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                   const int* __restrict z_first, const int* __restrict z_last, int pitch,
-                                  const float* __restrict lam, const float* __restrict rate,
+                                  const float* __restrict gain, const float* __restrict rate,
                                   const float* __restrict s_field, const float* __restrict e_field,
                                   const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
                                   float* __restrict new_group, int begin, int end) {
   for (int v = begin; v < end; ++v) {
-    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, lam, rate, v);
+    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, gain, rate, v);
     const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
     dst[v] = model::content_next(core, imprint, cou[v]);
     new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + dst[v];
@@ -132,11 +138,11 @@ template <bool kImprint, bool kFirstOfGroup>
 }
 
 template <bool kFirstOfGroup>
-void ContentPlane(const Stencil& st, const SlabImprint& imprint, const float* lam, const float* rate,
+void ContentPlane(const Stencil& st, const SlabImprint& imprint, const float* gain, const float* rate,
                   const float* eta, const float* cou, float* dst, float* new_group, int n) {
   auto run = [&](auto with_imprint, int begin, int end) {
     ContentRun<decltype(with_imprint)::value, kFirstOfGroup>(st.c, st.xm, st.xp, st.z_first, st.z_last, st.pitch,
-                                                             lam, rate, imprint.s_field(), imprint.e_field(), eta,
+                                                             gain, rate, imprint.s_field(), imprint.e_field(), eta,
                                                              cou, dst, new_group, begin, end);
   };
   if (imprint.empty()) {
@@ -153,22 +159,22 @@ void ContentPlane(const Stencil& st, const SlabImprint& imprint, const float* la
 template <bool kPattern, bool kFirstMemory>
 [[gnu::noinline]] void MemoryPlaneRun(const float* __restrict c, const float* __restrict xm,
                                       const float* __restrict xp, const int* __restrict z_first,
-                                      const int* __restrict z_last, int pitch, const float* __restrict lam,
+                                      const int* __restrict z_last, int pitch, const float* __restrict gain,
                                       const float* __restrict rate, const float* __restrict group_mean,
                                       const float* __restrict pattern, float* __restrict mem_sum,
                                       float* __restrict dst, int n) {
   for (int v = 0; v < n; ++v) {
     mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
-    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, lam, rate, v);
+    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, gain, rate, v);
     dst[v] = model::memory_next(core, group_mean[v], kPattern ? pattern[v] : 0.0f);
   }
 }
 
-void MemoryPlane(const Stencil& st, bool pattern_active, bool first, const float* lam, const float* rate,
+void MemoryPlane(const Stencil& st, bool pattern_active, bool first, const float* gain, const float* rate,
                  const float* group_mean, const float* pattern, float* mem_sum, float* dst, int n) {
   auto run = [&](auto with_pattern, auto first_memory) {
     MemoryPlaneRun<decltype(with_pattern)::value, decltype(first_memory)::value>(
-        st.c, st.xm, st.xp, st.z_first, st.z_last, st.pitch, lam, rate, group_mean, pattern, mem_sum, dst, n);
+        st.c, st.xm, st.xp, st.z_first, st.z_last, st.pitch, gain, rate, group_mean, pattern, mem_sum, dst, n);
   };
   if (pattern_active)
     first ? run(std::true_type{}, std::true_type{}) : run(std::true_type{}, std::false_type{});
@@ -283,7 +289,7 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
                     s.plane(kActSq + r), s.plane(kActQuiet + r), YZ);
   for (int r = 0; r < q; ++r)
     VoxelRates(slab(F, sh.dyn_channel(0, r), x), slab(F, sh.dyn_channel(1, r), x), slab(F, sh.dyn_channel(3, r), x),
-               s.plane(kLam + r), s.plane(kRate + r), s.plane(kEta + r), YZ);
+               s.plane(kGain + r), s.plane(kRate + r), s.plane(kEta + r), YZ);
 
   // Memory channels, which also sum F_t's memory channels for the coupling.
   if (job.pattern_active) {  // pattern_sample's x lerp of the z-upsampled columns, per channel
@@ -306,7 +312,7 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
       }
     }
     float* dst = out + sh.index(ch, x, 0, 0);
-    MemoryPlane(stencil(ch), job.pattern_active, j == 0, s.plane(kLam + r), s.plane(kRate + r),
+    MemoryPlane(stencil(ch), job.pattern_active, j == 0, s.plane(kGain + r), s.plane(kRate + r),
                 s.plane(kGroupMean + j % kContentGroups), pattern, mem_sum, dst, YZ);
     // The slab's memory plane: coarse_memory_value's sums, rows in y order, then z in fours.
     for (int cy = 0; cy < Y / 4; ++cy) {
@@ -317,7 +323,8 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
         cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
     }
   }
-  for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(2, r), x), mem_sum, inv_mem, s.plane(kCoupling + r), YZ);
+  MemoryTanh(mem_sum, inv_mem, YZ);
+  for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(2, r), x), mem_sum, s.plane(kCoupling + r), YZ);
 
   // Content channels: F' + imprint + coupling, and A_g of the new field as they are written.
   s.imprint_.Prepare(p, x);
@@ -326,7 +333,7 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
     if (!s.imprint_.empty()) s.imprint_.Fill(p, job.sensors, job.errors, ch);
     float* new_group = s.plane(kNewGroup + ch / gs);
     auto plane = ch % gs == 0 ? ContentPlane<true> : ContentPlane<false>;
-    plane(stencil(ch), s.imprint_, s.plane(kLam + r), s.plane(kRate + r), s.plane(kEta + r), s.plane(kCoupling + r),
+    plane(stencil(ch), s.imprint_, s.plane(kGain + r), s.plane(kRate + r), s.plane(kEta + r), s.plane(kCoupling + r),
           out + sh.index(ch, x, 0, 0), new_group, YZ);
   }
 

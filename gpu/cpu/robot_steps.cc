@@ -198,13 +198,21 @@ void CloseCycle(const RobotParams& params, RobotState& state, const FieldShape& 
 
   // Step 6: this frame's error judges the prediction made from psi_(t-1); then predict anew.
   const float inv_norm2 = model::inverse_norm2(state.psi_prev_norm2);
-  for (int i = 0; i < n; ++i) {
-    float dot = 0.0f;
+  for (int i = 0; i < n; ++i)
     ForEachReadoutFeature(n, [&](int j) {
       state.wp[i][j] = model::wp_next(state.wp[i][j], errors[i], state.psi_prev[j], inv_norm2);
-      dot += state.wp[i][j] * psi[j];
     });
-    state.prediction[i] = model::prediction_value(dot);
+  // Each sensor's dot product adds its features in index order, as before; kDotRows sensors' sums
+  // go side by side, so each addition waits on its own chain only (rows past n are computed from
+  // unused rows of wp and dropped).
+  constexpr int kDotRows = 4;
+  static_assert(kMaxSensors % kDotRows == 0);
+  for (int i0 = 0; i0 < n; i0 += kDotRows) {
+    float dot[kDotRows] = {};
+    ForEachReadoutFeature(n, [&](int j) {
+      for (int g = 0; g < kDotRows; ++g) dot[g] += state.wp[i0 + g][j] * psi[j];
+    });
+    for (int g = 0; g < kDotRows && i0 + g < n; ++g) state.prediction[i0 + g] = model::prediction_value(dot[g]);
   }
   ForEachReadoutFeature(n, [&](int j) { state.psi_prev[j] = psi[j]; });
   state.psi_prev_norm2 = norm2;

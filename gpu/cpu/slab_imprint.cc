@@ -26,10 +26,12 @@ SlabImprint::SlabImprint(const FieldShape& shape)
     : Y_(shape.ny),
       Z_(shape.nz),
       weights_(size_t(kMaxSensors) * kWindow * shape.nz),
+      decay_(3 * model::kImprintRadius + 1),
       taken_(shape.ny),
       s_field_(size_t(shape.ny) * shape.nz),
       e_field_(size_t(shape.ny) * shape.nz) {
   runs_.reserve(kMaxSensors);
+  for (int l1 = 0; l1 < int(decay_.size()); ++l1) decay_[l1] = model::imprint_decay(l1);
 }
 
 void SlabImprint::Prepare(const RobotParams& p, int x) {
@@ -54,7 +56,7 @@ void SlabImprint::Prepare(const RobotParams& p, int x) {
       ++taken_[y];
       reaches = true;
       const int plane_l1 = dx + std::abs(sy - y);
-      for (int z = z0; z <= z1; ++z) row[z] = model::imprint_decay(plane_l1 + std::abs(sz - z));
+      for (int z = z0; z <= z1; ++z) row[z] = decay_[plane_l1 + std::abs(sz - z)];
     }
     if (!reaches) continue;
     runs_.push_back(Run{i, y0 * Z_, (y1 - y0 + 1) * Z_, weight});
