@@ -182,9 +182,20 @@ void MemoryPlane(const Stencil& st, bool pattern_active, bool first, const float
     first ? run(std::false_type{}, std::true_type{}) : run(std::false_type{}, std::false_type{});
 }
 
-// out[z] = lerp(a[z], b[z], w): the x and y lerps of pattern_sample over a run of values.
+// out[i] = lerp(a[i], b[i], w): pattern_sample's x lerp over a run of values.
 void LerpRun(const float* __restrict a, const float* __restrict b, float w, float* __restrict out, int n) {
   for (int i = 0; i < n; ++i) out[i] = model::pattern_lerp(a[i], b[i], w);
+}
+
+// pattern_sample's y lerp over a whole plane: each row between its two nearest rows of `px` (the
+// x-lerped coarse rows, Z values each).
+void LerpRows(const float* __restrict px, int Y, int Z, float* __restrict out) {
+  for (int y = 0; y < Y; ++y) {
+    const model::PatternAxis ay = model::pattern_axis(y, Y / 4);
+    const float* a = px + ay.i0 * Z;
+    const float* b = px + ay.i1 * Z;
+    for (int z = 0; z < Z; ++z) out[y * Z + z] = model::pattern_lerp(a[z], b[z], ay.w);
+  }
 }
 
 // coarse_memory_value's z columns of one coarse y cell: its four rows added in y order.
@@ -304,13 +315,8 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
   for (int j = 0; j < memory; ++j) {
     const int ch = content + j, r = ch % q;
     float* pattern = s.plane(kPattern);
-    if (job.pattern_active) {  // ... and its y lerp between the two nearest coarse rows
-      const float* px = s.pattern_x_.data() + size_t(j) * (Y / 4) * Z;
-      for (int y = 0; y < Y; ++y) {
-        const PatternAxis ay = pattern_axis(y, Y / 4);
-        LerpRun(px + ay.i0 * Z, px + ay.i1 * Z, ay.w, pattern + y * Z, Z);
-      }
-    }
+    if (job.pattern_active)  // ... and its y lerp between the two nearest coarse rows
+      LerpRows(s.pattern_x_.data() + size_t(j) * (Y / 4) * Z, Y, Z, pattern);
     float* dst = out + sh.index(ch, x, 0, 0);
     MemoryPlane(stencil(ch), job.pattern_active, j == 0, s.plane(kGain + r), s.plane(kRate + r),
                 s.plane(kGroupMean + j % kContentGroups), pattern, mem_sum, dst, YZ);
@@ -353,18 +359,20 @@ void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& 
     }
   }
 
-  // This slab's share of the summary of F_t+1: A_g pooled, added voxel by voxel in y, then z
-  // order (each pool cell's sum as pool_block's loop took it).
-  const int cell_z = Z / kPoolCells;
+  // This slab's share of the summary of F_t+1: A_g pooled, each pool cell's voxels added in y,
+  // then z order (as pool_block's loop took them). A row of pool cells is summed side by side in
+  // registers, so no cell's addition waits on another's.
+  const int cell_y = Y / kPoolCells, cell_z = Z / kPoolCells;
   for (int g = 0; g < kContentGroups; ++g) {
     const float* a = s.plane(kNewGroup + g);
-    for (int y = 0; y < Y; ++y) {
-      float* pool = &partial.pool[g][pool_block(x, y, 0, sh)];
-      for (int c = 0; c < kPoolCells; ++c) {
-        float acc = pool[c];
-        for (int z = c * cell_z; z < (c + 1) * cell_z; ++z) acc += a[y * Z + z] * inv_gs;
-        pool[c] = acc;
-      }
+    for (int cy = 0; cy < kPoolCells; ++cy) {
+      float* pool = &partial.pool[g][pool_block(x, cy * cell_y, 0, sh)];
+      float acc[kPoolCells];
+      for (int c = 0; c < kPoolCells; ++c) acc[c] = pool[c];
+      for (int y = cy * cell_y; y < (cy + 1) * cell_y; ++y)
+        for (int zi = 0; zi < cell_z; ++zi)
+          for (int c = 0; c < kPoolCells; ++c) acc[c] += a[y * Z + c * cell_z + zi] * inv_gs;
+      for (int c = 0; c < kPoolCells; ++c) pool[c] = acc[c];
     }
   }
 }
