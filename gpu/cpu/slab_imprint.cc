@@ -26,7 +26,6 @@ SlabImprint::SlabImprint(const FieldShape& shape)
     : Y_(shape.ny),
       Z_(shape.nz),
       weights_(size_t(kMaxSensors) * kWindow * shape.nz),
-      decay_(3 * model::kImprintRadius + 1),
       taken_(shape.ny),
       s_field_(size_t(shape.ny) * shape.nz),
       e_field_(size_t(shape.ny) * shape.nz) {

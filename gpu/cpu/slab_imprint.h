@@ -10,8 +10,10 @@
 // the CUDA kernel.
 #pragma once
 
+#include <array>
 #include <vector>
 
+#include "gpu/model/field_math.h"
 #include "gpu/model/robot_state.h"
 
 namespace fieldbrain::cpu {
@@ -45,7 +47,7 @@ class SlabImprint {
   int begin_ = 0, end_ = 0;
   std::vector<Run> runs_;
   std::vector<float> weights_;  // per sensor: (2 kImprintRadius + 1) rows of nz weights
-  std::vector<float> decay_;    // model::imprint_decay of every L1 distance a window holds
+  std::array<float, 3 * model::kImprintRadius + 1> decay_;  // imprint_decay of every L1 distance in a window
   std::vector<int> taken_;      // per y: sensors this column has taken (the cap)
   std::vector<float> s_field_, e_field_;
 };
