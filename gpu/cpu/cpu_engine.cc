@@ -115,13 +115,15 @@ class CpuBackend final : public EngineBackend {
     }
 
     const auto t1 = std::chrono::steady_clock::now();
-    const int nx = config_.shape.nx;
+    const int nx = config_.shape.nx, planes = SlabPlanes(config_.shape), slabs = nx / planes;
     std::memset(static_cast<void*>(partials_.data()), 0, sizeof(model::FieldSummary) * size_t(n) * nx);
 #pragma omp parallel for num_threads(field_threads) schedule(static)
-    for (int job = 0; job < n * nx; ++job) {
-      const int r = job / nx, x = job % nx;
+    for (int job = 0; job < n * slabs; ++job) {
+      const int r = job / slabs, x = job % slabs * planes;
       const int slot = rows[r].slot;
       const SlabJob slab{&config_.shape,
+                         x,
+                         planes,
                          Params(slot),
                          rows[r].sensors,
                          &errors_[size_t(r) * kMaxSensors],
@@ -129,8 +131,9 @@ class CpuBackend final : public EngineBackend {
                          PatternZ(r),
                          State(slot)->pattern_active != 0,
                          Field(pool_.spare_buffer(r)),
-                         MemoryPlane(r, x)};
-      EvolveSlab(slab, x, *scratch_[omp_get_thread_num()], partials_[size_t(job)]);
+                         MemoryPlane(r, x),
+                         &partials_[size_t(r) * nx + x]};
+      EvolveSlab(slab, *scratch_[omp_get_thread_num()]);
     }
 
     const auto t2 = std::chrono::steady_clock::now();

@@ -11,24 +11,24 @@
 namespace fieldbrain::cpu {
 namespace {
 
-// Planes of SlabScratch: 4 group means, memory coupling per r (4), evolve gain (0.9 lam), k, eta
-// per r (4 each), activity sums per r (4 each of |F|, F, F^2, quiet count), A_g of the new field
-// (4), the sum of the memory channels (then its mean's tanh), the recalled pattern of one memory
-// channel.
+// Per-voxel terms of a slab (SlabScratch::terms): 4 group means, memory coupling per r (4),
+// evolve gain (0.9 lam), k, eta per r (4 each), activity sums per r (4 each of |F|, F, F^2, quiet
+// count), A_g of the new field (4), the sum of the memory channels (then its mean's tanh), the
+// recalled pattern of one memory channel.
 constexpr int kGroupMean = 0, kCoupling = 4, kGain = 8, kRate = 12, kEta = 16;
 constexpr int kActAbs = 20, kActSum = 24, kActSq = 28, kActQuiet = 32, kNewGroup = 36;
 constexpr int kMemSum = 40, kPattern = 41;
-constexpr int kPlanes = 42;
+constexpr int kTerms = 42;
 
 // The loops below are small functions with __restrict parameters: that is where GCC trusts
-// restrict, and it lets every one of them vectorise. Each runs over a whole y-z plane of the slab
-// (rows of a small field are shorter than a vector). Sums that start a plane add to 0.0f instead
-// of reading a zeroed plane (kFirst...), which rounds the same and spares the zeroing.
+// restrict, and it lets every one of them vectorise. Each runs over the whole slab (rows of a
+// small field are shorter than a vector). Sums that start a slab add to 0.0f instead of reading
+// zeroed terms (kFirst...), which rounds the same and spares the zeroing.
 
 // The two below sum a run of channels (each `stride` floats after the last) voxel by voxel, in
 // channel order from 0.0f, kLanes voxels at a time in registers: each input value is read once
 // and each sum written once (added plane by plane, every sum was read and written per channel).
-// A plane's voxel count is a multiple of 16: both its sides are multiples of 4.
+// A slab's voxel count is a multiple of 16: a plane's two sides are multiples of 4.
 constexpr int kLanes = 16;
 
 // Local activity of the channels of one quarter r: sums of |F|, F, F^2 and quiet voxels.
@@ -88,7 +88,8 @@ void Coupling(const float* __restrict d_cou, const float* __restrict tanh_mean, 
   for (int v = 0; v < n; ++v) cou[v] = model::memory_coupling_of(d_cou[v], tanh_mean[v]);
 }
 
-// One channel's slab into `padded` (SlabScratch::padded_); returns its first voxel.
+// One channel's one-plane slab into `padded` (SlabScratch::padded_) with its first and last rows
+// replicated beyond it; returns its first voxel.
 float* PadPlane(const float* src, int Y, int Z, float* padded) {
   float* c = padded + Z;
   std::memcpy(c, src, sizeof(float) * size_t(Y) * Z);
@@ -97,9 +98,21 @@ float* PadPlane(const float* src, int Y, int Z, float* padded) {
   return c;
 }
 
-// The 7 neighbours of every voxel of one channel's slab: the padded plane for y and z (replicated
-// at the borders), the neighbouring slabs for x (the engine passes the slab itself at the
-// field's x borders).
+// One channel's slab of `planes` planes (at `src`, the channel's plane x0 in the field) into
+// `padded` between the planes either side of it, replicated at the field's x borders; returns
+// the slab's first voxel.
+float* PadPlanes(const float* src, int x0, int planes, int nx, int YZ, float* padded) {
+  float* c = padded + YZ;
+  std::memcpy(c, src, sizeof(float) * size_t(planes) * YZ);
+  std::memcpy(c - YZ, x0 > 0 ? src - YZ : c, sizeof(float) * YZ);
+  const float* last = c + size_t(planes - 1) * YZ;
+  std::memcpy(c + size_t(planes) * YZ, x0 + planes < nx ? src + size_t(planes) * YZ : last, sizeof(float) * YZ);
+  return c;
+}
+
+// The 7 neighbours of every voxel of one channel's slab, all loads in bounds (SlabScratch::padded_);
+// at the field's borders a neighbour is the voxel itself, which the loops choose where the
+// padding does not already hold it: z always, y where kYBorders (a slab of several planes).
 struct Stencil {
   const float* c;
   const float* xm;
@@ -107,43 +120,52 @@ struct Stencil {
   int pitch;  // nz
   const int* z_first;
   const int* z_last;
+  const int* y_first;
+  const int* y_last;
 };
 
+template <bool kYBorders>
 [[gnu::always_inline]] inline float CoreAt(const float* __restrict c, const float* __restrict xm,
                                            const float* __restrict xp, const int* __restrict z_first,
-                                           const int* __restrict z_last, int pitch, const float* __restrict gain,
+                                           const int* __restrict z_last, const int* __restrict y_first,
+                                           const int* __restrict y_last, int pitch, const float* __restrict gain,
                                            const float* __restrict rate, int v) {
-  const float left = c[v - 1], right = c[v + 1];  // loaded always: the padding rows make both safe
+  const float left = c[v - 1], right = c[v + 1];  // loaded always: the padding makes both safe
   const float zm = z_first[v] ? c[v] : left, zp = z_last[v] ? c[v] : right;
-  return model::evolve_core_with_gain(
-      c[v], model::laplacian7(c[v], xm[v], xp[v], c[v - pitch], c[v + pitch], zm, zp), gain[v], rate[v]);
+  float ym = c[v - pitch], yp = c[v + pitch];
+  if constexpr (kYBorders) {
+    ym = y_first[v] ? c[v] : ym;
+    yp = y_last[v] ? c[v] : yp;
+  }
+  return model::evolve_core_with_gain(c[v], model::laplacian7(c[v], xm[v], xp[v], ym, yp, zm, zp), gain[v], rate[v]);
 }
 
-// Content channel: F' + imprint + coupling over plane voxels [begin, end), and its share of A_g
+// Content channel: F' + imprint + coupling over slab voxels [begin, end), and its share of A_g
 // of the new field. This and MemoryPlaneRun stay out of line: inlined into their callers, GCC
 // no longer vectorises them.
-template <bool kImprint, bool kFirstOfGroup>
+template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
-                                  const int* __restrict z_first, const int* __restrict z_last, int pitch,
+                                  const int* __restrict z_first, const int* __restrict z_last,
+                                  const int* __restrict y_first, const int* __restrict y_last, int pitch,
                                   const float* __restrict gain, const float* __restrict rate,
                                   const float* __restrict s_field, const float* __restrict e_field,
                                   const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
                                   float* __restrict new_group, int begin, int end) {
   for (int v = begin; v < end; ++v) {
-    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, gain, rate, v);
+    const float core = CoreAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v);
     const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
     dst[v] = model::content_next(core, imprint, cou[v]);
     new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + dst[v];
   }
 }
 
-template <bool kFirstOfGroup>
-void ContentPlane(const Stencil& st, const SlabImprint& imprint, const float* gain, const float* rate,
-                  const float* eta, const float* cou, float* dst, float* new_group, int n) {
+template <bool kFirstOfGroup, bool kYBorders>
+void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gain, const float* rate,
+                 const float* eta, const float* cou, float* dst, float* new_group, int n) {
   auto run = [&](auto with_imprint, int begin, int end) {
-    ContentRun<decltype(with_imprint)::value, kFirstOfGroup>(st.c, st.xm, st.xp, st.z_first, st.z_last, st.pitch,
-                                                             gain, rate, imprint.s_field(), imprint.e_field(), eta,
-                                                             cou, dst, new_group, begin, end);
+    ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders>(
+        st.c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, imprint.s_field(),
+        imprint.e_field(), eta, cou, dst, new_group, begin, end);
   };
   if (imprint.empty()) {
     run(std::false_type{}, 0, n);
@@ -154,27 +176,29 @@ void ContentPlane(const Stencil& st, const SlabImprint& imprint, const float* ga
   run(std::false_type{}, imprint.end(), n);
 }
 
-// Memory channel j: 0.9 F' + 0.05 mean(G) + 0.1 P over the plane, and F_t's memory channels summed
+// Memory channel j: 0.9 F' + 0.05 mean(G) + 0.1 P over the slab, and F_t's memory channels summed
 // for the coupling.
-template <bool kPattern, bool kFirstMemory>
-[[gnu::noinline]] void MemoryPlaneRun(const float* __restrict c, const float* __restrict xm,
-                                      const float* __restrict xp, const int* __restrict z_first,
-                                      const int* __restrict z_last, int pitch, const float* __restrict gain,
-                                      const float* __restrict rate, const float* __restrict group_mean,
-                                      const float* __restrict pattern, float* __restrict mem_sum,
-                                      float* __restrict dst, int n) {
+template <bool kPattern, bool kFirstMemory, bool kYBorders>
+[[gnu::noinline]] void MemoryRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
+                                 const int* __restrict z_first, const int* __restrict z_last,
+                                 const int* __restrict y_first, const int* __restrict y_last, int pitch,
+                                 const float* __restrict gain, const float* __restrict rate,
+                                 const float* __restrict group_mean, const float* __restrict pattern,
+                                 float* __restrict mem_sum, float* __restrict dst, int n) {
   for (int v = 0; v < n; ++v) {
     mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
-    const float core = CoreAt(c, xm, xp, z_first, z_last, pitch, gain, rate, v);
+    const float core = CoreAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v);
     dst[v] = model::memory_next(core, group_mean[v], kPattern ? pattern[v] : 0.0f);
   }
 }
 
-void MemoryPlane(const Stencil& st, bool pattern_active, bool first, const float* gain, const float* rate,
-                 const float* group_mean, const float* pattern, float* mem_sum, float* dst, int n) {
+template <bool kYBorders>
+void MemorySlab(const Stencil& st, bool pattern_active, bool first, const float* gain, const float* rate,
+                const float* group_mean, const float* pattern, float* mem_sum, float* dst, int n) {
   auto run = [&](auto with_pattern, auto first_memory) {
-    MemoryPlaneRun<decltype(with_pattern)::value, decltype(first_memory)::value>(
-        st.c, st.xm, st.xp, st.z_first, st.z_last, st.pitch, gain, rate, group_mean, pattern, mem_sum, dst, n);
+    MemoryRun<decltype(with_pattern)::value, decltype(first_memory)::value, kYBorders>(
+        st.c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, group_mean, pattern,
+        mem_sum, dst, n);
   };
   if (pattern_active)
     first ? run(std::true_type{}, std::true_type{}) : run(std::true_type{}, std::false_type{});
@@ -210,7 +234,7 @@ void CellColumns(const float* __restrict rows, int Z, float* __restrict columns)
 // One dynamics channel of quarter Q over a slab; Q is a template argument so the quarter's
 // branch folds away and the loop vectorises.
 template <int Q>
-void DynamicsPlane(const float* __restrict f, const float* __restrict a_abs, const float* __restrict a_sum,
+void DynamicsSlab(const float* __restrict f, const float* __restrict a_abs, const float* __restrict a_sum,
                    const float* __restrict a_sq, const float* __restrict a_quiet, int per_r, float* __restrict dst,
                    int n) {
   for (int v = 0; v < n; ++v)
@@ -220,18 +244,36 @@ void DynamicsPlane(const float* __restrict f, const float* __restrict a_abs, con
 
 }  // namespace
 
+int SlabPlanes(const FieldShape& shape) {
+  // Planes of up to kShortPlane voxels are gathered into slabs of kSlabVoxels: on the tiny field
+  // (64-voxel planes) eight planes a slab measured about 15 % faster than one, while on the small
+  // field (256) two planes a slab were 10-15 % slower (each voxel then chooses its y neighbours
+  // too, and the scratch outgrows L1).
+  constexpr int kShortPlane = 128, kSlabVoxels = 512;
+  const int plane = shape.ny * shape.nz;
+  if (plane > kShortPlane) return 1;
+  int planes = std::min(kSlabVoxels / plane, shape.nx);
+  while (shape.nx % planes != 0) --planes;
+  return planes;
+}
+
 SlabScratch::SlabScratch(const FieldShape& shape)
-    : plane_(shape.ny * shape.nz),
-      planes_(size_t(kPlanes) * plane_),
-      padded_(size_t(shape.ny + 2) * shape.nz),
-      z_first_(plane_),
-      z_last_(plane_),
-      pattern_x_(size_t(shape.memory()) * (shape.ny / 4) * shape.nz),
+    : slab_(SlabPlanes(shape) * shape.ny * shape.nz),
+      terms_(size_t(kTerms) * slab_),
+      padded_(SlabPlanes(shape) == 1 ? size_t(shape.ny + 2) * shape.nz : size_t(slab_) + 2 * shape.ny * shape.nz),
+      z_first_(slab_),
+      z_last_(slab_),
+      y_first_(slab_),
+      y_last_(slab_),
+      pattern_x_(size_t(shape.ny / 4) * shape.nz),
       columns_(shape.nz),
-      imprint_(shape) {
-  for (int v = 0; v < plane_; ++v) {
-    z_first_[v] = v % shape.nz == 0;
-    z_last_[v] = v % shape.nz == shape.nz - 1;
+      imprint_(shape, SlabPlanes(shape)) {
+  for (int v = 0; v < slab_; ++v) {
+    const int z = v % shape.nz, y = v / shape.nz % shape.ny;
+    z_first_[v] = z == 0;
+    z_last_[v] = z == shape.nz - 1;
+    y_first_[v] = y == 0;
+    y_last_[v] = y == shape.ny - 1;
   }
 }
 
@@ -274,107 +316,122 @@ void PoolFromMemoryPlanes(const float* planes, const FieldShape& sh, float* pool
       }
 }
 
-void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial) {
+// EvolveSlab for a slab of one plane (kYBorders false) or of several.
+template <bool kYBorders>
+void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
   using namespace model;
   const FieldShape& sh = *job.shape;
   const RobotParams& p = *job.params;
-  const int Y = sh.ny, Z = sh.nz, YZ = Y * Z;
+  const int Y = sh.ny, Z = sh.nz, YZ = Y * Z, x0 = job.x, planes = job.planes, n = planes * YZ;
   const int content = sh.content(), memory = sh.memory(), gs = sh.group_size(), q = sh.quarter();
   const float* F = job.field_in;
   float* out = job.field_out;
   auto slab = [&](const float* base, int c, int xx) { return base + sh.index(c, xx, 0, 0); };
-  const int xm = std::max(x - 1, 0), xp = std::min(x + 1, sh.nx - 1);
   auto stencil = [&](int ch) {
-    return Stencil{PadPlane(slab(F, ch, x), Y, Z, s.padded_.data()), slab(F, ch, xm), slab(F, ch, xp), Z,
-                   s.z_first_.data(), s.z_last_.data()};
+    if constexpr (kYBorders) {
+      const float* c = PadPlanes(slab(F, ch, x0), x0, planes, sh.nx, YZ, s.padded_.data());
+      return Stencil{c, c - YZ, c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(), s.y_last_.data()};
+    } else {
+      return Stencil{PadPlane(slab(F, ch, x0), Y, Z, s.padded_.data()), slab(F, ch, std::max(x0 - 1, 0)),
+                     slab(F, ch, std::min(x0 + 1, sh.nx - 1)), Z, s.z_first_.data(), s.z_last_.data(), nullptr,
+                     nullptr};
+    }
   };
 
-  // Cross-channel terms of F_t at this slab: group means, local activity per r (the channels
+  // Cross-channel terms of F_t in this slab: group means, local activity per r (the channels
   // ch = r, r + q, ...), the rates.
   const int64_t channel_floats = sh.voxels();
   const float inv_gs = 1.0f / float(gs), inv_mem = 1.0f / float(memory);
   for (int g = 0; g < kContentGroups; ++g)
-    ChannelMean(slab(F, g * gs, x), channel_floats, gs, inv_gs, s.plane(kGroupMean + g), YZ);
+    ChannelMean(slab(F, g * gs, x0), channel_floats, gs, inv_gs, s.terms(kGroupMean + g), n);
   for (int r = 0; r < q; ++r)
-    QuarterActivity(slab(F, r, x), q * channel_floats, content / q, s.plane(kActAbs + r), s.plane(kActSum + r),
-                    s.plane(kActSq + r), s.plane(kActQuiet + r), YZ);
+    QuarterActivity(slab(F, r, x0), q * channel_floats, content / q, s.terms(kActAbs + r), s.terms(kActSum + r),
+                    s.terms(kActSq + r), s.terms(kActQuiet + r), n);
   for (int r = 0; r < q; ++r)
-    VoxelRates(slab(F, sh.dyn_channel(0, r), x), slab(F, sh.dyn_channel(1, r), x), slab(F, sh.dyn_channel(3, r), x),
-               s.plane(kGain + r), s.plane(kRate + r), s.plane(kEta + r), YZ);
+    VoxelRates(slab(F, sh.dyn_channel(0, r), x0), slab(F, sh.dyn_channel(1, r), x0), slab(F, sh.dyn_channel(3, r), x0),
+               s.terms(kGain + r), s.terms(kRate + r), s.terms(kEta + r), n);
 
   // Memory channels, which also sum F_t's memory channels for the coupling.
-  if (job.pattern_active) {  // pattern_sample's x lerp of the z-upsampled columns, per channel
-    const PatternAxis ax = pattern_axis(x, sh.nx / 4);
-    const int plane = (Y / 4) * Z;
-    for (int j = 0; j < memory; ++j) {
-      const float* pz = job.pattern_z + size_t(j) * (sh.nx / 4) * plane;
-      LerpRun(pz + ax.i0 * plane, pz + ax.i1 * plane, ax.w, s.pattern_x_.data() + size_t(j) * plane, plane);
-    }
-  }
-  float* mem_sum = s.plane(kMemSum);
+  float* mem_sum = s.terms(kMemSum);
   for (int j = 0; j < memory; ++j) {
     const int ch = content + j, r = ch % q;
-    float* pattern = s.plane(kPattern);
-    if (job.pattern_active)  // ... and its y lerp between the two nearest coarse rows
-      LerpRows(s.pattern_x_.data() + size_t(j) * (Y / 4) * Z, Y, Z, pattern);
-    float* dst = out + sh.index(ch, x, 0, 0);
-    MemoryPlane(stencil(ch), job.pattern_active, j == 0, s.plane(kGain + r), s.plane(kRate + r),
-                s.plane(kGroupMean + j % kContentGroups), pattern, mem_sum, dst, YZ);
-    // The slab's memory plane: coarse_memory_value's sums, rows in y order, then z in fours.
-    for (int cy = 0; cy < Y / 4; ++cy) {
-      CellColumns(dst + cy * 4 * Z, Z, s.columns_.data());
-      float* cells = job.memory_plane + (size_t(j) * (Y / 4) + cy) * (Z / 4);
-      const float* columns = s.columns_.data();
-      for (int k = 0; k < Z / 4; ++k)
-        cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
+    float* pattern = s.terms(kPattern);
+    if (job.pattern_active) {  // pattern_sample's x lerp of the z-upsampled columns, then its y lerp
+      const int coarse_plane = (Y / 4) * Z;
+      const float* pz = job.pattern_z + size_t(j) * (sh.nx / 4) * coarse_plane;
+      for (int t = 0; t < planes; ++t) {
+        const PatternAxis ax = pattern_axis(x0 + t, sh.nx / 4);
+        LerpRun(pz + ax.i0 * coarse_plane, pz + ax.i1 * coarse_plane, ax.w, s.pattern_x_.data(), coarse_plane);
+        LerpRows(s.pattern_x_.data(), Y, Z, pattern + t * YZ);
+      }
     }
+    float* dst = out + sh.index(ch, x0, 0, 0);
+    MemorySlab<kYBorders>(stencil(ch), job.pattern_active, j == 0, s.terms(kGain + r), s.terms(kRate + r),
+                          s.terms(kGroupMean + j % kContentGroups), pattern, mem_sum, dst, n);
+    // Each plane's memory plane: coarse_memory_value's sums, rows in y order, then z in fours.
+    for (int t = 0; t < planes; ++t)
+      for (int cy = 0; cy < Y / 4; ++cy) {
+        CellColumns(dst + t * YZ + cy * 4 * Z, Z, s.columns_.data());
+        float* cells = job.memory_plane + t * MemoryPlaneFloats(sh) + (size_t(j) * (Y / 4) + cy) * (Z / 4);
+        const float* columns = s.columns_.data();
+        for (int k = 0; k < Z / 4; ++k)
+          cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
+      }
   }
-  MemoryTanh(mem_sum, inv_mem, YZ);
-  for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(2, r), x), mem_sum, s.plane(kCoupling + r), YZ);
+  MemoryTanh(mem_sum, inv_mem, n);
+  for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(2, r), x0), mem_sum, s.terms(kCoupling + r), n);
 
   // Content channels: F' + imprint + coupling, and A_g of the new field as they are written.
-  s.imprint_.Prepare(p, x);
+  s.imprint_.Prepare(p, x0, planes);
   for (int ch = 0; ch < content; ++ch) {
     const int r = ch % q;
     if (!s.imprint_.empty()) s.imprint_.Fill(p, job.sensors, job.errors, ch);
-    float* new_group = s.plane(kNewGroup + ch / gs);
-    auto plane = ch % gs == 0 ? ContentPlane<true> : ContentPlane<false>;
-    plane(stencil(ch), s.imprint_, s.plane(kGain + r), s.plane(kRate + r), s.plane(kEta + r), s.plane(kCoupling + r),
-          out + sh.index(ch, x, 0, 0), new_group, YZ);
+    float* new_group = s.terms(kNewGroup + ch / gs);
+    auto run = ch % gs == 0 ? ContentSlab<true, kYBorders> : ContentSlab<false, kYBorders>;
+    run(stencil(ch), s.imprint_, s.terms(kGain + r), s.terms(kRate + r), s.terms(kEta + r), s.terms(kCoupling + r),
+        out + sh.index(ch, x0, 0, 0), new_group, n);
   }
 
   // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
   const int per_r = content / q;
   for (int d = 0; d < sh.dynamics(); ++d) {
     const int r = d % q;
-    const float* f = slab(F, sh.dynamics_begin() + d, x);
-    float* dst = out + sh.index(sh.dynamics_begin() + d, x, 0, 0);
-    const float *a_abs = s.plane(kActAbs + r), *a_sum = s.plane(kActSum + r), *a_sq = s.plane(kActSq + r),
-                *a_quiet = s.plane(kActQuiet + r);
+    const float* f = slab(F, sh.dynamics_begin() + d, x0);
+    float* dst = out + sh.index(sh.dynamics_begin() + d, x0, 0, 0);
+    const float *a_abs = s.terms(kActAbs + r), *a_sum = s.terms(kActSum + r), *a_sq = s.terms(kActSq + r),
+                *a_quiet = s.terms(kActQuiet + r);
     switch (d / q) {
-      case 0: DynamicsPlane<0>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
-      case 1: DynamicsPlane<1>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
-      case 2: DynamicsPlane<2>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
-      default: DynamicsPlane<3>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, YZ); break;
+      case 0: DynamicsSlab<0>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
+      case 1: DynamicsSlab<1>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
+      case 2: DynamicsSlab<2>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
+      default: DynamicsSlab<3>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
     }
   }
 
-  // This slab's share of the summary of F_t+1: A_g pooled, each pool cell's voxels added in y,
+  // Each plane's share of the summary of F_t+1: A_g pooled, each pool cell's voxels added in y,
   // then z order (as pool_block's loop took them). A row of pool cells is summed side by side in
   // registers, so no cell's addition waits on another's.
   const int cell_y = Y / kPoolCells, cell_z = Z / kPoolCells;
-  for (int g = 0; g < kContentGroups; ++g) {
-    const float* a = s.plane(kNewGroup + g);
-    for (int cy = 0; cy < kPoolCells; ++cy) {
-      float* pool = &partial.pool[g][pool_block(x, cy * cell_y, 0, sh)];
-      float acc[kPoolCells];
-      for (int c = 0; c < kPoolCells; ++c) acc[c] = pool[c];
-      for (int y = cy * cell_y; y < (cy + 1) * cell_y; ++y)
-        for (int zi = 0; zi < cell_z; ++zi)
-          for (int c = 0; c < kPoolCells; ++c) acc[c] += a[y * Z + c * cell_z + zi] * inv_gs;
-      for (int c = 0; c < kPoolCells; ++c) pool[c] = acc[c];
+  for (int t = 0; t < planes; ++t)
+    for (int g = 0; g < kContentGroups; ++g) {
+      const float* a = s.terms(kNewGroup + g) + t * YZ;
+      for (int cy = 0; cy < kPoolCells; ++cy) {
+        float* pool = &job.partials[t].pool[g][pool_block(x0 + t, cy * cell_y, 0, sh)];
+        float acc[kPoolCells];
+        for (int c = 0; c < kPoolCells; ++c) acc[c] = pool[c];
+        for (int y = cy * cell_y; y < (cy + 1) * cell_y; ++y)
+          for (int zi = 0; zi < cell_z; ++zi)
+            for (int c = 0; c < kPoolCells; ++c) acc[c] += a[y * Z + c * cell_z + zi] * inv_gs;
+        for (int c = 0; c < kPoolCells; ++c) pool[c] = acc[c];
+      }
     }
-  }
+}
+
+void EvolveSlab(const SlabJob& job, SlabScratch& s) {
+  if (job.planes == 1)
+    EvolveSlabOf<false>(job, s);
+  else
+    EvolveSlabOf<true>(job, s);
 }
 
 }  // namespace fieldbrain::cpu

@@ -1,7 +1,8 @@
 // The CPU engine's field pass (DESIGN.md section 4, steps 2-3 and the reduction of step 4), one
-// x-slab of one robot at a time: imprint + evolve F_t -> F_t+1, then the slab's share of the
-// FieldSummary. Slabs are independent, so the engine spreads (robot, slab) pairs over threads and
-// sums the slab partials in slab order: results do not depend on the thread count or the batch.
+// slab of one robot at a time: imprint + evolve F_t -> F_t+1 over a run of x planes, then each
+// plane's share of the FieldSummary. Slabs are independent, so the engine spreads (robot, slab)
+// pairs over threads and sums the plane partials in x order: results depend neither on the
+// thread count, nor on the batch, nor on how many planes a slab takes.
 #pragma once
 
 #include <vector>
@@ -13,8 +14,15 @@
 
 namespace fieldbrain::cpu {
 
+// How many x planes one slab takes: one where a plane is long enough to keep the vector loops
+// busy, more on small fields, whose planes are too short for their loops' set-up to pay (a
+// divisor of nx, so slabs tile the field).
+int SlabPlanes(const FieldShape& shape);
+
 struct SlabJob {
   const FieldShape* shape;
+  int x;       // the slab's first plane
+  int planes;  // SlabPlanes(*shape), or 1 (both compute the same bits)
   const RobotParams* params;
   const float* sensors;  // s, sensor_count values
   const float* errors;   // e = s - p
@@ -22,31 +30,38 @@ struct SlabJob {
   const float* pattern_z;  // the recalled pattern upsampled along z (UpsamplePatternZ)
   bool pattern_active;     // false: the pattern is all zero and its term is skipped
   float* field_out;
-  // This slab's share of the pooled memory channels of F_t+1 (model::coarse_memory_value's plane
-  // sums): memory() x (ny/4) x (nz/4) floats, written whole.
+  // Each plane's share of the pooled memory channels of F_t+1 (model::coarse_memory_value's plane
+  // sums): memory() x (ny/4) x (nz/4) floats per plane, the slab's planes one after another,
+  // written whole.
   float* memory_plane;
+  // Each plane's share of the summary of F_t+1, one per plane, added to.
+  model::FieldSummary* partials;
 };
 
-// Working memory of one thread for one slab, allocated once.
+// Working memory of one thread, allocated once: for slabs of up to SlabPlanes(shape) planes.
 class SlabScratch {
  public:
   explicit SlabScratch(const FieldShape& shape);
 
  private:
-  friend void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
-  float* plane(int i) { return planes_.data() + size_t(i) * plane_; }
-  int plane_;
-  std::vector<float> planes_;  // per-voxel terms of one slab, ny * nz floats each
-  // One channel's slab with a replicated row above and below, so every voxel's y and z
-  // neighbours are plain loads.
+  template <bool kYBorders>
+  friend void EvolveSlabOf(const SlabJob& job, SlabScratch& s);
+  float* terms(int i) { return terms_.data() + size_t(i) * slab_; }
+  int slab_;                  // voxels of a slab: planes * ny * nz
+  std::vector<float> terms_;  // per-voxel terms of one slab, slab_ floats each
+  // One channel's slab, padded so that every voxel's neighbours are loads in bounds: a slab of
+  // one plane gets a replicated row above and below (its y and z neighbours plain loads, its x
+  // neighbours read from the field), a slab of several the planes on either side, replicated at
+  // the field's x borders (its x neighbours plain loads, y and z chosen at the borders).
   std::vector<float> padded_;
-  std::vector<int> z_first_, z_last_;  // per plane voxel: whether z is 0 / nz - 1
-  std::vector<float> pattern_x_;  // the recalled pattern at this slab's x: [memory][ny/4][nz]
+  std::vector<int> z_first_, z_last_;  // per slab voxel: whether z is 0 / nz - 1
+  std::vector<int> y_first_, y_last_;  // per slab voxel: whether y is 0 / ny - 1
+  std::vector<float> pattern_x_;  // one channel's recalled pattern at one plane's x: [ny/4][nz]
   std::vector<float> columns_;    // one coarse y cell's memory rows summed: nz floats
   SlabImprint imprint_;
 };
 
-void EvolveSlab(const SlabJob& job, int x, SlabScratch& s, model::FieldSummary& partial);
+void EvolveSlab(const SlabJob& job, SlabScratch& s);
 
 // Floats of one SlabJob::memory_plane.
 inline int64_t MemoryPlaneFloats(const FieldShape& s) { return int64_t(s.memory()) * (s.ny / 4) * (s.nz / 4); }

@@ -22,46 +22,49 @@ void AddShares(const float* __restrict weight, float mix, float sensor, float er
 
 }  // namespace
 
-SlabImprint::SlabImprint(const FieldShape& shape)
+SlabImprint::SlabImprint(const FieldShape& shape, int max_planes)
     : Y_(shape.ny),
       Z_(shape.nz),
-      weights_(size_t(kMaxSensors) * kWindow * shape.nz),
-      taken_(shape.ny),
-      s_field_(size_t(shape.ny) * shape.nz),
-      e_field_(size_t(shape.ny) * shape.nz) {
-  runs_.reserve(kMaxSensors);
+      weights_(size_t(kMaxSensors) * max_planes * kWindow * shape.nz),
+      taken_(size_t(max_planes) * shape.ny),
+      s_field_(size_t(max_planes) * shape.ny * shape.nz),
+      e_field_(size_t(max_planes) * shape.ny * shape.nz) {
+  runs_.reserve(size_t(kMaxSensors) * max_planes);
   for (int l1 = 0; l1 < int(decay_.size()); ++l1) decay_[l1] = model::imprint_decay(l1);
 }
 
-void SlabImprint::Prepare(const RobotParams& p, int x) {
+void SlabImprint::Prepare(const RobotParams& p, int x0, int planes) {
   using model::kImprintRadius;
   runs_.clear();
-  std::fill(taken_.begin(), taken_.end(), 0);
-  begin_ = Y_ * Z_;
+  std::fill(taken_.begin(), taken_.begin() + planes * Y_, 0);
+  begin_ = planes * Y_ * Z_;
   end_ = 0;
-  for (int i = 0; i < p.sensor_count; ++i) {
-    const int dx = std::abs(p.site[i][0] - x);
-    if (dx > kImprintRadius) continue;
-    const int sy = p.site[i][1], sz = p.site[i][2];
-    const int y0 = std::max(sy - kImprintRadius, 0), y1 = std::min(sy + kImprintRadius, Y_ - 1);
-    const int z0 = std::max(sz - kImprintRadius, 0), z1 = std::min(sz + kImprintRadius, Z_ - 1);
-    if (y0 > y1 || z0 > z1) continue;
-    float* weight = weights_.data() + size_t(runs_.size()) * kWindow * Z_;
-    bool reaches = false;
-    for (int y = y0; y <= y1; ++y) {
-      float* row = weight + (y - y0) * Z_;
-      std::fill(row, row + Z_, 0.0f);
-      if (taken_[y] == model::kMaxNearSensors) continue;  // past the cap: this column ignores it
-      ++taken_[y];
-      reaches = true;
-      const int plane_l1 = dx + std::abs(sy - y);
-      for (int z = z0; z <= z1; ++z) row[z] = decay_[plane_l1 + std::abs(sz - z)];
+  for (int t = 0; t < planes; ++t)
+    for (int i = 0; i < p.sensor_count; ++i) {
+      const int dx = std::abs(p.site[i][0] - (x0 + t));
+      if (dx > kImprintRadius) continue;
+      const int sy = p.site[i][1], sz = p.site[i][2];
+      const int y0 = std::max(sy - kImprintRadius, 0), y1 = std::min(sy + kImprintRadius, Y_ - 1);
+      const int z0 = std::max(sz - kImprintRadius, 0), z1 = std::min(sz + kImprintRadius, Z_ - 1);
+      if (y0 > y1 || z0 > z1) continue;
+      float* weight = weights_.data() + size_t(runs_.size()) * kWindow * Z_;
+      int* taken = taken_.data() + t * Y_;
+      bool reaches = false;
+      for (int y = y0; y <= y1; ++y) {
+        float* row = weight + (y - y0) * Z_;
+        std::fill(row, row + Z_, 0.0f);
+        if (taken[y] == model::kMaxNearSensors) continue;  // past the cap: this column ignores it
+        ++taken[y];
+        reaches = true;
+        const int plane_l1 = dx + std::abs(sy - y);
+        for (int z = z0; z <= z1; ++z) row[z] = decay_[plane_l1 + std::abs(sz - z)];
+      }
+      if (!reaches) continue;
+      const int first = (t * Y_ + y0) * Z_;
+      runs_.push_back(Run{i, first, (y1 - y0 + 1) * Z_, weight});
+      begin_ = std::min(begin_, first);
+      end_ = std::max(end_, (t * Y_ + y1 + 1) * Z_);
     }
-    if (!reaches) continue;
-    runs_.push_back(Run{i, y0 * Z_, (y1 - y0 + 1) * Z_, weight});
-    begin_ = std::min(begin_, y0 * Z_);
-    end_ = std::max(end_, (y1 + 1) * Z_);
-  }
 }
 
 void SlabImprint::Fill(const RobotParams& p, const float* sensors, const float* errors, int ch) {

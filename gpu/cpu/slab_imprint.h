@@ -1,10 +1,11 @@
-// The imprint of one x-slab (DESIGN.md section 4, step 2) for the CPU field pass: which sensors
-// reach the slab, and per content channel the sensory field S and error field E they write.
+// The imprint of one slab of x planes (DESIGN.md section 4, step 2) for the CPU field pass: which
+// sensors reach the slab, and per content channel the sensory field S and error field E they
+// write.
 //
 // A sensor reaches the voxels within Chebyshev distance kImprintRadius of its site, weighted by
-// imprint_decay of the L1 distance. On one slab that is a run of whole z-rows, contiguous in the
-// slab's y-z plane; the run carries a weight per voxel, zero where the sensor does not reach, so
-// S and E are built by vector loops over runs. Each voxel still adds its sensors' shares in
+// imprint_decay of the L1 distance. On one plane that is a run of whole z-rows, contiguous in the
+// plane; the run carries a weight per voxel, zero where the sensor does not reach, so S and E are
+// built by vector loops over runs. Each voxel still adds its sensors' shares in
 // sensor order (a zero-weight share adds +-0, which leaves a sum that starts at +0 unchanged), and a
 // column takes at most kMaxNearSensors sensors: S and E are bit for bit those of model:: and of
 // the CUDA kernel.
@@ -20,18 +21,20 @@ namespace fieldbrain::cpu {
 
 class SlabImprint {
  public:
-  explicit SlabImprint(const FieldShape& shape);
+  // For slabs of up to `max_planes` x planes.
+  SlabImprint(const FieldShape& shape, int max_planes);
 
-  // The runs of the sensors that reach slab x, in sensor order.
-  void Prepare(const RobotParams& params, int x);
+  // The runs of the sensors that reach the slab of planes [x0, x0 + planes): plane by plane, each
+  // plane's in sensor order.
+  void Prepare(const RobotParams& params, int x0, int planes);
 
   // No sensor reaches the slab: its imprint is zero everywhere.
   bool empty() const { return runs_.empty(); }
-  // The plane voxels (y * nz + z) some sensor reaches lie in [begin(), end()).
+  // The slab voxels ((plane * ny + y) * nz + z) some sensor reaches lie in [begin(), end()).
   int begin() const { return begin_; }
   int end() const { return end_; }
 
-  // S and E of content channel ch over [begin(), end()), indexed by plane voxel.
+  // S and E of content channel ch over [begin(), end()), indexed by slab voxel.
   void Fill(const RobotParams& params, const float* sensors, const float* errors, int ch);
   const float* s_field() const { return s_field_.data(); }
   const float* e_field() const { return e_field_.data(); }
@@ -39,16 +42,16 @@ class SlabImprint {
  private:
   struct Run {
     int sensor;
-    int first;   // plane voxel where the run starts
+    int first;   // slab voxel where the run starts
     int length;  // voxels: whole z-rows
     const float* weight;
   };
   int Y_, Z_;
   int begin_ = 0, end_ = 0;
   std::vector<Run> runs_;
-  std::vector<float> weights_;  // per sensor: (2 kImprintRadius + 1) rows of nz weights
+  std::vector<float> weights_;  // per run: (2 kImprintRadius + 1) rows of nz weights
   std::array<float, 3 * model::kImprintRadius + 1> decay_;  // imprint_decay of every L1 distance in a window
-  std::vector<int> taken_;      // per y: sensors this column has taken (the cap)
+  std::vector<int> taken_;      // per plane and y: sensors this column has taken (the cap)
   std::vector<float> s_field_, e_field_;
 };
 

@@ -1,0 +1,85 @@
+// The CPU field pass's slabs (gpu/cpu/field_pass.h): on fields with short planes a slab takes
+// several x planes, and it must compute bit for bit what those planes compute one at a time.
+#include "gpu/cpu/field_pass.h"
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "gpu/model/field_init.h"
+#include "gpu/robot_params.h"
+
+namespace fieldbrain::testing {
+namespace {
+
+struct PassOutput {
+  std::vector<float> field, memory_planes;
+  std::vector<model::FieldSummary> partials;
+};
+
+// One robot's field pass, in slabs of `planes` planes.
+PassOutput Pass(const FieldShape& shape, int planes, const RobotParams& params, const std::vector<float>& field,
+                const std::vector<float>& sensors, const std::vector<float>& errors,
+                const std::vector<float>& pattern_z, bool pattern_active) {
+  PassOutput o{std::vector<float>(size_t(shape.floats())),
+               std::vector<float>(size_t(shape.nx * cpu::MemoryPlaneFloats(shape))),
+               std::vector<model::FieldSummary>(size_t(shape.nx))};
+  cpu::SlabScratch scratch(shape);
+  for (int x = 0; x < shape.nx; x += planes) {
+    const cpu::SlabJob job{&shape,          x,
+                           planes,          &params,
+                           sensors.data(),  errors.data(),
+                           field.data(),    pattern_z.data(),
+                           pattern_active,  o.field.data(),
+                           o.memory_planes.data() + x * cpu::MemoryPlaneFloats(shape),
+                           &o.partials[size_t(x)]};
+    cpu::EvolveSlab(job, scratch);
+  }
+  return o;
+}
+
+bool SameBits(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
+
+TEST(FieldPass, ASlabOfSeveralPlanesComputesWhatItsPlanesComputeOneByOne) {
+  // The tiny field (one slab of 8), 12 planes in slabs of 4 with sides of three lengths, and
+  // C = 32 (two dynamics channels per quarter) in two slabs of 8; 12 sensors, and 64, which
+  // crowd the small fields past the cap on sensors per column.
+  for (const FieldShape shape : {FieldShape::Tiny(), FieldShape{16, 12, 8, 12}, FieldShape{32, 16, 8, 8}})
+    for (const int sensor_count : {12, 64}) {
+      const int planes = cpu::SlabPlanes(shape);
+      ASSERT_GT(planes, 1) << shape.nx << "x" << shape.ny << "x" << shape.nz;
+      ASSERT_EQ(shape.nx % planes, 0);
+      const absl::StatusOr<RobotParams> params = MakeRobotParams(BrainSpec{7, sensor_count, 4, true}, shape);
+      ASSERT_TRUE(params.ok()) << params.status();
+      std::mt19937 rng(11);
+      std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+      std::vector<float> field(size_t(shape.floats()));
+      for (int64_t i = 0; i < shape.floats(); ++i)  // the start field, stirred so neighbours differ
+        field[size_t(i)] = model::initial_field_value(3, shape, i) + 0.3f * uni(rng);
+      std::vector<float> sensors(static_cast<size_t>(sensor_count)), errors(static_cast<size_t>(sensor_count));
+      for (float& v : sensors) v = uni(rng);
+      for (float& v : errors) v = uni(rng);
+      std::vector<float> pattern_z(size_t(cpu::PatternZFloats(shape)));
+      for (float& v : pattern_z) v = uni(rng);
+      for (const bool pattern_active : {false, true}) {
+        const PassOutput one = Pass(shape, 1, *params, field, sensors, errors, pattern_z, pattern_active);
+        const PassOutput slab = Pass(shape, planes, *params, field, sensors, errors, pattern_z, pattern_active);
+        const std::string what = std::to_string(shape.nx) + "x" + std::to_string(shape.ny) + "x" +
+                                 std::to_string(shape.nz) + ", " + std::to_string(sensor_count) + " sensors, " +
+                                 (pattern_active ? "a pattern recalled" : "no pattern");
+        EXPECT_TRUE(SameBits(one.field.data(), slab.field.data(), one.field.size() * sizeof(float))) << what;
+        EXPECT_TRUE(SameBits(one.memory_planes.data(), slab.memory_planes.data(),
+                             one.memory_planes.size() * sizeof(float)))
+            << what;
+        EXPECT_TRUE(SameBits(one.partials.data(), slab.partials.data(),
+                             one.partials.size() * sizeof(model::FieldSummary)))
+            << what;
+        // The new field is not the old one: the pass ran.
+        EXPECT_FALSE(SameBits(one.field.data(), field.data(), field.size() * sizeof(float))) << what;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace fieldbrain::testing
