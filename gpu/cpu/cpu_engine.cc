@@ -53,7 +53,7 @@ class CpuBackend final : public EngineBackend {
         inputs_(config.max_batch),
         outputs_(config.max_batch),
         errors_(size_t(config.max_batch) * kMaxSensors),
-        partials_(size_t(config.max_batch) * config.shape.nx),
+        plane_pools_(size_t(config.max_batch) * config.shape.nx),
         pattern_z_(size_t(config.max_batch) * size_t(PatternZFloats(config.shape))),
         memory_planes_(size_t(config.max_batch) * size_t(config.shape.nx) * size_t(MemoryPlaneFloats(config.shape))),
         pooled_(size_t(config.max_robots) * size_t(config.shape.memory()) * size_t(config.shape.coarse_voxels())),
@@ -116,7 +116,6 @@ class CpuBackend final : public EngineBackend {
 
     const auto t1 = std::chrono::steady_clock::now();
     const int nx = config_.shape.nx, planes = SlabPlanes(config_.shape), slabs = nx / planes;
-    std::memset(static_cast<void*>(partials_.data()), 0, sizeof(model::FieldSummary) * size_t(n) * nx);
 #pragma omp parallel for num_threads(field_threads) schedule(static)
     for (int job = 0; job < n * slabs; ++job) {
       const int r = job / slabs, x = job % slabs * planes;
@@ -132,15 +131,15 @@ class CpuBackend final : public EngineBackend {
                          State(slot)->pattern_active != 0,
                          Field(pool_.spare_buffer(r)),
                          MemoryPlane(r, x),
-                         &partials_[size_t(r) * nx + x]};
+                         &plane_pools_[size_t(r) * nx + x]};
       EvolveSlab(slab, *scratch_[omp_get_thread_num()]);
     }
 
     const auto t2 = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(robot_threads) schedule(static)
     for (int r = 0; r < n; ++r) {
-      model::FieldSummary summary{};
-      for (int x = 0; x < nx; ++x) Accumulate(summary, partials_[size_t(r) * nx + x]);
+      model::FieldSummary summary;
+      AddPlanePools(&plane_pools_[size_t(r) * nx], config_.shape, summary);
       PoolFromMemoryPlanes(MemoryPlane(r, 0), config_.shape, Pooled(rows[r].slot));
       CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary, rows[r].sensors,
                  &errors_[size_t(r) * kMaxSensors], rows[r].reward, outputs_[r]);
@@ -179,10 +178,6 @@ class CpuBackend final : public EngineBackend {
   }
 
  private:
-  static void Accumulate(model::FieldSummary& into, const model::FieldSummary& part) {
-    for (int g = 0; g < kContentGroups; ++g)
-      for (int b = 0; b < kPoolBlocks; ++b) into.pool[g][b] += part.pool[g][b];
-  }
   float* Field(int buffer) { return reinterpret_cast<float*>(block_.get() + pool_.field_offset(buffer)); }
   float* Pattern(int slot) { return reinterpret_cast<float*>(block_.get() + pool_.pattern_offset(slot)); }
   RobotParams* Params(int slot) { return reinterpret_cast<RobotParams*>(block_.get() + pool_.params_offset(slot)); }
@@ -204,7 +199,7 @@ class CpuBackend final : public EngineBackend {
   std::vector<BatchInputRow> inputs_;
   std::vector<BatchOutputRow> outputs_;
   std::vector<float> errors_;
-  std::vector<model::FieldSummary> partials_;
+  std::vector<PlanePool> plane_pools_;  // per batch row and x plane
   std::vector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
   std::vector<float> memory_planes_;  // per batch row and slab: the pass's memory plane sums
   std::vector<float> pooled_;  // per slot: the coarse memory channels of its current field

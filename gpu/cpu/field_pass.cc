@@ -304,6 +304,15 @@ void UpsamplePatternZ(const float* coarse, const FieldShape& sh, float* out) {
   }
 }
 
+void AddPlanePools(const PlanePool* planes, const FieldShape& sh, model::FieldSummary& summary) {
+  summary = model::FieldSummary{};
+  for (int x = 0; x < sh.nx; ++x) {
+    const int first = model::pool_block(x, 0, 0, sh);  // the plane's x cell's first block
+    for (int g = 0; g < kContentGroups; ++g)
+      for (int c = 0; c < kPoolCells * kPoolCells; ++c) summary.pool[g][first + c] += planes[x].pool[g][c];
+  }
+}
+
 void PoolFromMemoryPlanes(const float* planes, const FieldShape& sh, float* pooled) {
   const int cx = sh.nx / 4, cy = sh.ny / 4, cz = sh.nz / 4;
   const int64_t plane_floats = MemoryPlaneFloats(sh);
@@ -416,9 +425,9 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     for (int g = 0; g < kContentGroups; ++g) {
       const float* a = s.terms(kNewGroup + g) + t * YZ;
       for (int cy = 0; cy < kPoolCells; ++cy) {
-        float* pool = &job.partials[t].pool[g][pool_block(x0 + t, cy * cell_y, 0, sh)];
+        float* pool = &job.plane_pools[t].pool[g][cy * kPoolCells];
         float acc[kPoolCells];
-        for (int c = 0; c < kPoolCells; ++c) acc[c] = pool[c];
+        for (int c = 0; c < kPoolCells; ++c) acc[c] = 0.0f;
         for (int y = cy * cell_y; y < (cy + 1) * cell_y; ++y)
           for (int zi = 0; zi < cell_z; ++zi)
             for (int c = 0; c < kPoolCells; ++c) acc[c] += a[y * Z + c * cell_z + zi] * inv_gs;

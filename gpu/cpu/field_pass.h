@@ -1,8 +1,9 @@
 // The CPU engine's field pass (DESIGN.md section 4, steps 2-3 and the reduction of step 4), one
 // slab of one robot at a time: imprint + evolve F_t -> F_t+1 over a run of x planes, then each
-// plane's share of the FieldSummary. Slabs are independent, so the engine spreads (robot, slab)
-// pairs over threads and sums the plane partials in x order: results depend neither on the
-// thread count, nor on the batch, nor on how many planes a slab takes.
+// plane's share of the FieldSummary (PlanePool). Slabs are independent, so the engine spreads
+// (robot, slab) pairs over threads and adds the planes' shares in x order (AddPlanePools):
+// results depend neither on the thread count, nor on the batch, nor on how many planes a slab
+// takes.
 #pragma once
 
 #include <vector>
@@ -19,6 +20,15 @@ namespace fieldbrain::cpu {
 // divisor of nx, so slabs tile the field).
 int SlabPlanes(const FieldShape& shape);
 
+// One x plane's share of a FieldSummary: its sums of A_g over the pool blocks of the one x cell
+// it lies in, [group][y cell * kPoolCells + z cell].
+struct PlanePool {
+  float pool[kContentGroups][kPoolCells * kPoolCells];
+};
+// The field's FieldSummary from the nx PlanePools of a pass: each block's planes added in x order
+// from 0.0f.
+void AddPlanePools(const PlanePool* planes, const FieldShape& shape, model::FieldSummary& summary);
+
 struct SlabJob {
   const FieldShape* shape;
   int x;       // the slab's first plane
@@ -34,8 +44,8 @@ struct SlabJob {
   // sums): memory() x (ny/4) x (nz/4) floats per plane, the slab's planes one after another,
   // written whole.
   float* memory_plane;
-  // Each plane's share of the summary of F_t+1, one per plane, added to.
-  model::FieldSummary* partials;
+  // Each plane's share of the summary of F_t+1, one per plane, written whole.
+  PlanePool* plane_pools;
 };
 
 // Working memory of one thread, allocated once: for slabs of up to SlabPlanes(shape) planes.

@@ -15,7 +15,7 @@ namespace {
 
 struct PassOutput {
   std::vector<float> field, memory_planes;
-  std::vector<model::FieldSummary> partials;
+  std::vector<cpu::PlanePool> plane_pools;
 };
 
 // One robot's field pass, in slabs of `planes` planes.
@@ -24,7 +24,7 @@ PassOutput Pass(const FieldShape& shape, int planes, const RobotParams& params, 
                 const std::vector<float>& pattern_z, bool pattern_active) {
   PassOutput o{std::vector<float>(size_t(shape.floats())),
                std::vector<float>(size_t(shape.nx * cpu::MemoryPlaneFloats(shape))),
-               std::vector<model::FieldSummary>(size_t(shape.nx))};
+               std::vector<cpu::PlanePool>(size_t(shape.nx))};
   cpu::SlabScratch scratch(shape);
   for (int x = 0; x < shape.nx; x += planes) {
     const cpu::SlabJob job{&shape,          x,
@@ -33,7 +33,7 @@ PassOutput Pass(const FieldShape& shape, int planes, const RobotParams& params, 
                            field.data(),    pattern_z.data(),
                            pattern_active,  o.field.data(),
                            o.memory_planes.data() + x * cpu::MemoryPlaneFloats(shape),
-                           &o.partials[size_t(x)]};
+                           &o.plane_pools[size_t(x)]};
     cpu::EvolveSlab(job, scratch);
   }
   return o;
@@ -72,8 +72,8 @@ TEST(FieldPass, ASlabOfSeveralPlanesComputesWhatItsPlanesComputeOneByOne) {
         EXPECT_TRUE(SameBits(one.memory_planes.data(), slab.memory_planes.data(),
                              one.memory_planes.size() * sizeof(float)))
             << what;
-        EXPECT_TRUE(SameBits(one.partials.data(), slab.partials.data(),
-                             one.partials.size() * sizeof(model::FieldSummary)))
+        EXPECT_TRUE(SameBits(one.plane_pools.data(), slab.plane_pools.data(),
+                             one.plane_pools.size() * sizeof(cpu::PlanePool)))
             << what;
         // The new field is not the old one: the pass ran.
         EXPECT_FALSE(SameBits(one.field.data(), field.data(), field.size() * sizeof(float))) << what;
