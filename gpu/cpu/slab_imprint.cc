@@ -49,10 +49,10 @@ void SlabImprint::Prepare(const RobotParams& p, int x0, int planes) {
       if (y0 > y1 || z0 > z1) continue;
       float* weight = weights_.data() + size_t(runs_.size()) * kWindow * Z_;
       int* taken = taken_.data() + t * Y_;
+      std::fill(weight, weight + (y1 - y0 + 1) * Z_, 0.0f);
       bool reaches = false;
       for (int y = y0; y <= y1; ++y) {
         float* row = weight + (y - y0) * Z_;
-        std::fill(row, row + Z_, 0.0f);
         if (taken[y] == model::kMaxNearSensors) continue;  // past the cap: this column ignores it
         ++taken[y];
         reaches = true;
