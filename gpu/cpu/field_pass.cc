@@ -110,6 +110,12 @@ float* PadPlanes(const float* src, int x0, int planes, int nx, int YZ, float* pa
   return c;
 }
 
+// Asks the cache for `floats` floats at `p`, a line at a time.
+void Prefetch(const float* p, int floats) {
+  constexpr int kLineFloats = 16;
+  for (int i = 0; i < floats; i += kLineFloats) __builtin_prefetch(p + i);
+}
+
 // The 7 neighbours of every voxel of one channel's slab, all loads in bounds (SlabScratch::padded_);
 // at the field's borders a neighbour is the voxel itself, which the loops choose where the
 // padding does not already hold it: z always, y where kYBorders (a slab of several planes).
@@ -360,7 +366,11 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     VoxelRates(slab(F, sh.dyn_channel(0, r), x0), slab(F, sh.dyn_channel(1, r), x0), slab(F, sh.dyn_channel(3, r), x0),
                s.terms(kGain + r), s.terms(kRate + r), s.terms(kEta + r), n);
 
-  // Memory channels, which also sum F_t's memory channels for the coupling.
+  // Memory channels, which also sum F_t's memory channels for the coupling. The x neighbour
+  // plane of the next channel is asked for ahead: as a stencil's x + 1 neighbour, each channel's
+  // plane of the next slab is first read here.
+  const int memory_end = content + memory;
+  if constexpr (!kYBorders) Prefetch(slab(F, content, std::min(x0 + 1, sh.nx - 1)), YZ);
   float* mem_sum = s.terms(kMemSum);
   for (int j = 0; j < memory; ++j) {
     const int ch = content + j, r = ch % q;
@@ -375,6 +385,7 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
       }
     }
     float* dst = out + sh.index(ch, x0, 0, 0);
+    if constexpr (!kYBorders) Prefetch(slab(F, ch + 1 < memory_end ? ch + 1 : 0, std::min(x0 + 1, sh.nx - 1)), YZ);
     MemorySlab<kYBorders>(stencil(ch), job.pattern_active, j == 0, s.terms(kGain + r), s.terms(kRate + r),
                           s.terms(kGroupMean + j % kContentGroups), pattern, mem_sum, dst, n);
     // Each plane's memory plane: coarse_memory_value's sums, rows in y order, then z in fours.
@@ -397,6 +408,8 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     if (!s.imprint_.empty()) s.imprint_.Fill(p, job.sensors, job.errors, ch);
     float* new_group = s.terms(kNewGroup + ch / gs);
     auto run = ch % gs == 0 ? ContentSlab<true, kYBorders> : ContentSlab<false, kYBorders>;
+    if constexpr (!kYBorders)
+      if (ch + 1 < content) Prefetch(slab(F, ch + 1, std::min(x0 + 1, sh.nx - 1)), YZ);
     run(stencil(ch), s.imprint_, s.terms(kGain + r), s.terms(kRate + r), s.terms(kEta + r), s.terms(kCoupling + r),
         out + sh.index(ch, x0, 0, 0), new_group, n);
   }
@@ -406,6 +419,10 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
   for (int d = 0; d < sh.dynamics(); ++d) {
     const int r = d % q;
     const float* f = slab(F, sh.dynamics_begin() + d, x0);
+    // The next slab's dynamics channels are read first by its rates, which no stencil reads
+    // ahead: ask for them now.
+    if constexpr (!kYBorders)
+      if (x0 + 1 < sh.nx) Prefetch(slab(F, sh.dynamics_begin() + d, x0 + 1), YZ);
     float* dst = out + sh.index(sh.dynamics_begin() + d, x0, 0, 0);
     const float *a_abs = s.terms(kActAbs + r), *a_sum = s.terms(kActSum + r), *a_sq = s.terms(kActSq + r),
                 *a_quiet = s.terms(kActQuiet + r);
