@@ -183,7 +183,8 @@ class CpuBackend final : public EngineBackend {
   RobotParams* Params(int slot) { return reinterpret_cast<RobotParams*>(block_.get() + pool_.params_offset(slot)); }
   RobotState* State(int slot) { return reinterpret_cast<RobotState*>(block_.get() + pool_.state_offset(slot)); }
   float* MemoryPlane(int row, int x) {
-    return memory_planes_.data() + (size_t(row) * config_.shape.nx + size_t(x)) * size_t(MemoryPlaneFloats(config_.shape));
+    const size_t plane = size_t(row) * config_.shape.nx + size_t(x);
+    return memory_planes_.data() + plane * size_t(MemoryPlaneFloats(config_.shape));
   }
   float* Pooled(int slot) { return pooled_.data() + size_t(slot) * size_t(pool_.pattern_floats()); }
   float* PatternZ(int row) { return pattern_z_.data() + size_t(row) * size_t(PatternZFloats(config_.shape)); }
@@ -218,9 +219,11 @@ absl::StatusOr<std::unique_ptr<Engine>> MakeCpuEngine(const EngineConfig& config
         !s.ok())
       return s;
   }
-  std::unique_ptr<std::byte[], FreeDeleter> block(static_cast<std::byte*>(std::aligned_alloc(256, size_t(layout.bytes()))));
+  std::unique_ptr<std::byte[], FreeDeleter> block(
+      static_cast<std::byte*>(std::aligned_alloc(256, size_t(layout.bytes()))));
   if (!block)
-    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the brain pool of ", FormatBytes(layout.bytes())));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate the brain pool of ", FormatBytes(layout.bytes())));
   // Touch every page now, from the threads that will work on it: memory the kernel promised but
   // cannot deliver fails here, at start, instead of getting the daemon killed while it serves.
   const int threads = config.threads > 0 ? config.threads : omp_get_max_threads();

@@ -116,6 +116,23 @@ void Prefetch(const float* p, int floats) {
   for (int i = 0; i < floats; i += kLineFloats) __builtin_prefetch(p + i);
 }
 
+// fn(b, e) over [begin, end) in pieces of kPiece voxels, each after asking the cache for the same
+// voxels of `ahead` (null: nothing to ask for). Asked for all at once, a plane's 64 lines waited
+// on the core's miss buffers; spread over the run, the default field's cycle was ~4 % faster.
+constexpr int kPiece = 256;
+template <typename Fn>
+void InPieces(int begin, int end, const float* ahead, Fn fn) {
+  if (ahead == nullptr) {
+    fn(begin, end);
+    return;
+  }
+  for (int b = begin; b < end; b += kPiece) {
+    const int e = std::min(b + kPiece, end);
+    Prefetch(ahead + b, e - b);
+    fn(b, e);
+  }
+}
+
 // The 7 neighbours of every voxel of one channel's slab, all loads in bounds (SlabScratch::padded_);
 // at the field's borders a neighbour is the voxel itself, which the loops choose where the
 // padding does not already hold it: z always, y where kYBorders (a slab of several planes).
@@ -128,6 +145,7 @@ struct Stencil {
   const int* z_last;
   const int* y_first;
   const int* y_last;
+  const float* ahead;  // the plane to ask the cache for meanwhile, or null
 };
 
 template <bool kYBorders>
@@ -169,9 +187,11 @@ template <bool kFirstOfGroup, bool kYBorders>
 void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gain, const float* rate,
                  const float* eta, const float* cou, float* dst, float* new_group, int n) {
   auto run = [&](auto with_imprint, int begin, int end) {
-    ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders>(
-        st.c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, imprint.s_field(),
-        imprint.e_field(), eta, cou, dst, new_group, begin, end);
+    InPieces(begin, end, st.ahead, [&](int b, int e) {
+      ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders>(
+          st.c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
+          imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
+    });
   };
   if (imprint.empty()) {
     run(std::false_type{}, 0, n);
@@ -190,8 +210,8 @@ template <bool kPattern, bool kFirstMemory, bool kYBorders>
                                  const int* __restrict y_first, const int* __restrict y_last, int pitch,
                                  const float* __restrict gain, const float* __restrict rate,
                                  const float* __restrict group_mean, const float* __restrict pattern,
-                                 float* __restrict mem_sum, float* __restrict dst, int n) {
-  for (int v = 0; v < n; ++v) {
+                                 float* __restrict mem_sum, float* __restrict dst, int begin, int end) {
+  for (int v = begin; v < end; ++v) {
     mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
     const float core = CoreAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v);
     dst[v] = model::memory_next(core, group_mean[v], kPattern ? pattern[v] : 0.0f);
@@ -202,9 +222,11 @@ template <bool kYBorders>
 void MemorySlab(const Stencil& st, bool pattern_active, bool first, const float* gain, const float* rate,
                 const float* group_mean, const float* pattern, float* mem_sum, float* dst, int n) {
   auto run = [&](auto with_pattern, auto first_memory) {
-    MemoryRun<decltype(with_pattern)::value, decltype(first_memory)::value, kYBorders>(
-        st.c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, group_mean, pattern,
-        mem_sum, dst, n);
+    InPieces(0, n, st.ahead, [&](int begin, int end) {
+      MemoryRun<decltype(with_pattern)::value, decltype(first_memory)::value, kYBorders>(
+          st.c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, group_mean,
+          pattern, mem_sum, dst, begin, end);
+    });
   };
   if (pattern_active)
     first ? run(std::true_type{}, std::true_type{}) : run(std::true_type{}, std::false_type{});
@@ -342,14 +364,18 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
   const float* F = job.field_in;
   float* out = job.field_out;
   auto slab = [&](const float* base, int c, int xx) { return base + sh.index(c, xx, 0, 0); };
-  auto stencil = [&](int ch) {
+  // Channel ch's stencil; a slab of one plane also asks the cache for channel `next`'s x + 1
+  // plane as it goes (-1: none), which is first read there.
+  auto stencil = [&](int ch, int next) {
     if constexpr (kYBorders) {
       const float* c = PadPlanes(slab(F, ch, x0), x0, planes, sh.nx, YZ, s.padded_.data());
-      return Stencil{c, c - YZ, c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(), s.y_last_.data()};
+      return Stencil{c,       c - YZ,  c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(),
+                     s.y_last_.data(), nullptr};
     } else {
+      const int xp = std::min(x0 + 1, sh.nx - 1);
       return Stencil{PadPlane(slab(F, ch, x0), Y, Z, s.padded_.data()), slab(F, ch, std::max(x0 - 1, 0)),
-                     slab(F, ch, std::min(x0 + 1, sh.nx - 1)), Z, s.z_first_.data(), s.z_last_.data(), nullptr,
-                     nullptr};
+                     slab(F, ch, xp), Z, s.z_first_.data(), s.z_last_.data(), nullptr, nullptr,
+                     next >= 0 ? slab(F, next, xp) : nullptr};
     }
   };
 
@@ -366,9 +392,9 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     VoxelRates(slab(F, sh.dyn_channel(0, r), x0), slab(F, sh.dyn_channel(1, r), x0), slab(F, sh.dyn_channel(3, r), x0),
                s.terms(kGain + r), s.terms(kRate + r), s.terms(kEta + r), n);
 
-  // Memory channels, which also sum F_t's memory channels for the coupling. The x neighbour
-  // plane of the next channel is asked for ahead: as a stencil's x + 1 neighbour, each channel's
-  // plane of the next slab is first read here.
+  // Memory channels, which also sum F_t's memory channels for the coupling. Each channel's plane
+  // of the next slab is first read as a stencil's x + 1 neighbour, so the stencils ask for the
+  // next channel's ahead (stencil's `next`), and the first's before them.
   const int memory_end = content + memory;
   if constexpr (!kYBorders) Prefetch(slab(F, content, std::min(x0 + 1, sh.nx - 1)), YZ);
   float* mem_sum = s.terms(kMemSum);
@@ -385,9 +411,9 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
       }
     }
     float* dst = out + sh.index(ch, x0, 0, 0);
-    if constexpr (!kYBorders) Prefetch(slab(F, ch + 1 < memory_end ? ch + 1 : 0, std::min(x0 + 1, sh.nx - 1)), YZ);
-    MemorySlab<kYBorders>(stencil(ch), job.pattern_active, j == 0, s.terms(kGain + r), s.terms(kRate + r),
-                          s.terms(kGroupMean + j % kContentGroups), pattern, mem_sum, dst, n);
+    MemorySlab<kYBorders>(stencil(ch, ch + 1 < memory_end ? ch + 1 : 0), job.pattern_active, j == 0,
+                          s.terms(kGain + r), s.terms(kRate + r), s.terms(kGroupMean + j % kContentGroups), pattern,
+                          mem_sum, dst, n);
     // Each plane's memory plane: coarse_memory_value's sums, rows in y order, then z in fours.
     for (int t = 0; t < planes; ++t)
       for (int cy = 0; cy < Y / 4; ++cy) {
@@ -408,10 +434,8 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     if (!s.imprint_.empty()) s.imprint_.Fill(p, job.sensors, job.errors, ch);
     float* new_group = s.terms(kNewGroup + ch / gs);
     auto run = ch % gs == 0 ? ContentSlab<true, kYBorders> : ContentSlab<false, kYBorders>;
-    if constexpr (!kYBorders)
-      if (ch + 1 < content) Prefetch(slab(F, ch + 1, std::min(x0 + 1, sh.nx - 1)), YZ);
-    run(stencil(ch), s.imprint_, s.terms(kGain + r), s.terms(kRate + r), s.terms(kEta + r), s.terms(kCoupling + r),
-        out + sh.index(ch, x0, 0, 0), new_group, n);
+    run(stencil(ch, ch + 1 < content ? ch + 1 : -1), s.imprint_, s.terms(kGain + r), s.terms(kRate + r),
+        s.terms(kEta + r), s.terms(kCoupling + r), out + sh.index(ch, x0, 0, 0), new_group, n);
   }
 
   // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
