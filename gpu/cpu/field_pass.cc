@@ -165,8 +165,9 @@ template <bool kYBorders>
 }
 
 // Content channel: F' + imprint + coupling over slab voxels [begin, end), and its share of A_g
-// of the new field. This and MemoryPlaneRun stay out of line: inlined into their callers, GCC
-// no longer vectorises them.
+// of the new field. This and MemoryRun stay out of line: inlined into their callers, GCC
+// no longer vectorises them. (Their stencil arguments are separate __restrict parameters, not a
+// Stencil: GCC does not trust restrict on members.)
 template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                   const int* __restrict z_first, const int* __restrict z_last,
