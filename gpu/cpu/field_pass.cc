@@ -370,8 +370,8 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
   auto stencil = [&](int ch, int next) {
     if constexpr (kYBorders) {
       const float* c = PadPlanes(slab(F, ch, x0), x0, planes, sh.nx, YZ, s.padded_.data());
-      return Stencil{c,       c - YZ,  c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(),
-                     s.y_last_.data(), nullptr};
+      return Stencil{c, c - YZ, c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(), s.y_last_.data(),
+                     nullptr};
     } else {
       const int xp = std::min(x0 + 1, sh.nx - 1);
       return Stencil{PadPlane(slab(F, ch, x0), Y, Z, s.padded_.data()), slab(F, ch, std::max(x0 - 1, 0)),
