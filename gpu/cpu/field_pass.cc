@@ -445,18 +445,20 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     const int r = d % q;
     const float* f = slab(F, sh.dynamics_begin() + d, x0);
     // The next slab's dynamics channels are read first by its rates, which no stencil reads
-    // ahead: ask for them now.
-    if constexpr (!kYBorders)
-      if (x0 + 1 < sh.nx) Prefetch(slab(F, sh.dynamics_begin() + d, x0 + 1), YZ);
+    // ahead: ask for them as this slab's go.
+    const float* ahead = !kYBorders && x0 + 1 < sh.nx ? slab(F, sh.dynamics_begin() + d, x0 + 1) : nullptr;
     float* dst = out + sh.index(sh.dynamics_begin() + d, x0, 0, 0);
     const float *a_abs = s.terms(kActAbs + r), *a_sum = s.terms(kActSum + r), *a_sq = s.terms(kActSq + r),
                 *a_quiet = s.terms(kActQuiet + r);
-    switch (d / q) {
-      case 0: DynamicsSlab<0>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
-      case 1: DynamicsSlab<1>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
-      case 2: DynamicsSlab<2>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
-      default: DynamicsSlab<3>(f, a_abs, a_sum, a_sq, a_quiet, per_r, dst, n); break;
-    }
+    InPieces(0, n, ahead, [&](int b, int e) {
+      const int m = e - b;
+      switch (d / q) {
+        case 0: DynamicsSlab<0>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
+        case 1: DynamicsSlab<1>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
+        case 2: DynamicsSlab<2>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
+        default: DynamicsSlab<3>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
+      }
+    });
   }
 
   // Each plane's share of the summary of F_t+1: A_g pooled, each pool cell's voxels added in y,
