@@ -203,7 +203,7 @@ class CpuBackend final : public EngineBackend {
   std::vector<float> errors_;
   std::vector<PlanePool> plane_pools_;  // per batch row and x plane
   std::vector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
-  std::vector<float> memory_planes_;  // per batch row and slab: the pass's memory plane sums
+  std::vector<float> memory_planes_;  // per batch row and x plane: the pass's memory plane sums
   std::vector<float> pooled_;  // per slot: the coarse memory channels of its current field
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
   std::string device_;
