@@ -1,6 +1,7 @@
 // exp, tanh and sigmoid for the field math, written out so that the CPU engine's loops vectorise
 // (no libm calls in the hot loop) and the CPU and CUDA engines evaluate the same formula.
-// Absolute error below 3e-7 for tanh and sigmoid over all finite inputs.
+// Error below 3e-7 (exp relative, sigmoid absolute) and 3.1e-7 (tanh, absolute and relative)
+// over all finite inputs.
 #pragma once
 
 #include <cmath>
@@ -70,10 +71,28 @@ FB_HD float exp_in_range(float x) {
 
 FB_HD float fast_exp(float x) { return exp_in_range(clampf(x, -87.0f, 87.0f)); }
 
+// tanh(x) = x P(x^2) / Q(x^2), P of degree 6 and Q of degree 3 with P(0) = Q(0) = 1: the fit of
+// least maximum error on |x| <= 9 (1.3e-8 in exact arithmetic, 3.1e-7 evaluated in floats, absolute
+// and relative alike). x is clamped at the smallest float where the fit gives exactly 1, below
+// which it stays under 1, so |tanh| <= 1 and large arguments give +-1 exactly. Odd by
+// construction. 14 operations and no integer work: the field pass takes one per value, and this
+// form measured ~10 % less time per cycle than 1 - 2 / (e^2x + 1) through fast_exp, which also
+// lost relative precision near 0 (docs/decisions.md, "A rational tanh").
 FB_HD float fast_tanh(float x) {
-  const float a = -2.0f * fabsf(x);  // never above 0, so only the lower clamp can act
-  const float t = exp_in_range(a < -87.0f ? -87.0f : a);
-  return copysignf((1.0f - t) / (1.0f + t), x);
+  x = clampf(x, -8.00936604f, 8.00936604f);
+  const float s = x * x;
+  float p = -8.5220554e-14f;
+  p = mul_add(p, s, 5.28761132e-11f);
+  p = mul_add(p, s, -2.02385397e-08f);
+  p = mul_add(p, s, 1.11562167e-05f);
+  p = mul_add(p, s, 0.00310406135f);
+  p = mul_add(p, s, 0.130840838f);
+  p = mul_add(p, s, 1.0f);
+  float q = 0.000254634331f;
+  q = mul_add(q, s, 0.0244955309f);
+  q = mul_add(q, s, 0.464174122f);
+  q = mul_add(q, s, 1.0f);
+  return x * p / q;
 }
 
 FB_HD float fast_sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }

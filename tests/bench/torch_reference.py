@@ -21,7 +21,7 @@ What differs from the engines, on purpose:
 - Random draws: the start field, the sensor mixing vectors, the driver's start weights, its
   steps eps and the draws that start its undo come from torch's generators, not from Philox keyed by the robot seed, so the numbers
   differ from the engines'; only timing is compared with them.
-- tanh, sigmoid and exp are torch's, not gpu/model/fastmath.h's polynomials (both within ~3e-7).
+- tanh, sigmoid and exp are torch's, not gpu/model/fastmath.h's approximations (within ~3e-7).
 - psi has P + 2N entries (280 here), not the engines' P + 2 x 64 (kMaxSensors) with the entries
   past sensor_count at 0: those stay 0 and so do their weights (readout.h), so the values are the
   same; the CPU engine skips them too, the CUDA kernel computes over all 384. Less work for torch.

@@ -1,5 +1,7 @@
 // The shared host/device math, checked on the host against libm and known answers.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "gpu/model/driver.h"
@@ -21,11 +23,35 @@ TEST(FastMath, ExpTanhSigmoidMatchLibm) {
     worst_sig = std::max(worst_sig, std::fabs(fast_sigmoid(x) - 1.0 / (1.0 + std::exp(-double(x)))));
   }
   EXPECT_LT(worst_exp, 3e-7);
-  EXPECT_LT(worst_tanh, 3e-7);
+  EXPECT_LT(worst_tanh, 3.1e-7);
   EXPECT_LT(worst_sig, 2e-7);
   EXPECT_EQ(fast_tanh(0.0f), 0.0f);
   EXPECT_EQ(fast_tanh(1e6f), 1.0f);
   EXPECT_EQ(fast_tanh(-1e6f), -1.0f);
+}
+
+// Every 61st float from 1e-30 to 16 (14 million of them): tanh's error is as small relative to
+// its value near 0 as absolute elsewhere, it is odd, never above 1 in magnitude, and 1 exactly
+// from its clamp on.
+TEST(FastMath, TanhIsOddBoundedAndRelativelyExactNearZero) {
+  double worst_rel = 0, worst_abs = 0;
+  float above_one = 0.0f, not_odd = 0.0f;
+  for (uint32_t bits = std::bit_cast<uint32_t>(1e-30f); bits <= std::bit_cast<uint32_t>(16.0f); bits += 61) {
+    const float x = std::bit_cast<float>(bits);
+    const float t = fast_tanh(x);
+    const double exact = std::tanh(double(x));
+    worst_rel = std::max(worst_rel, std::fabs(t - exact) / exact);
+    worst_abs = std::max(worst_abs, std::fabs(t - exact));
+    if (t > 1.0f && above_one == 0.0f) above_one = x;
+    if (fast_tanh(-x) != -t && not_odd == 0.0f) not_odd = x;
+  }
+  EXPECT_LT(worst_rel, 3.1e-7);
+  EXPECT_LT(worst_abs, 3.1e-7);
+  EXPECT_EQ(above_one, 0.0f) << "fast_tanh above 1 from " << above_one;
+  EXPECT_EQ(not_odd, 0.0f) << "fast_tanh(-x) != -fast_tanh(x) at " << not_odd;
+  EXPECT_EQ(fast_tanh(8.00936604f), 1.0f);
+  EXPECT_EQ(fast_tanh(9.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(fast_tanh(std::nanf(""))));
 }
 
 // Known-answer vectors of Philox4x32-10 from the Random123 distribution.
