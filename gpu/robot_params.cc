@@ -64,6 +64,17 @@ absl::Status CheckSnapshot(const BrainSnapshot& s, const FieldShape& shape) {
       if (s.params.site[i][a] < 0 || s.params.site[i][a] >= n)
         return absl::InvalidArgumentError("snapshot sensor site outside the field");
     }
+  // Every pass keeps the field within these bounds, and the evolve core relies on them
+  // (model::kMaxEvolveArgument): a field from elsewhere is held to them too.
+  const int64_t dynamics_first = int64_t(shape.dynamics_begin()) * shape.voxels();
+  for (int64_t i = 0; i < int64_t(s.field.size()); ++i) {
+    const float bound = i < dynamics_first ? model::kFieldBound : model::kDynamicsBound;
+    if (!(std::fabs(s.field[size_t(i)]) <= bound))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "snapshot field value ", s.field[size_t(i)], " at channel ", i / shape.voxels(), ", voxel ",
+          i % shape.voxels(), " is outside +-", bound, " (content and memory stay within +-", model::kFieldBound,
+          ", dynamics within +-", model::kDynamicsBound, ")"));
+  }
   return absl::OkStatus();
 }
 

@@ -15,7 +15,8 @@ absl::StatusOr<RobotParams> MakeRobotParams(const BrainSpec& spec, const FieldSh
 // (model::driver_initial_weight), so two newborns' stimuli already differ.
 void InitRobotState(const RobotParams& params, RobotState& state);
 
-// Whether a snapshot can be restored into an engine of this shape.
+// Whether a snapshot can be restored into an engine of this shape: its sizes, counts, sensor sites,
+// and every field value finite and within its channel's bound.
 absl::Status CheckSnapshot(const BrainSnapshot& snapshot, const FieldShape& shape);
 
 }  // namespace fieldbrain

@@ -81,7 +81,7 @@ void VoxelRates(const float* __restrict d_ret, const float* __restrict d_dif, co
 
 // tanh of the memory channels' mean, which every quarter's coupling takes.
 void MemoryTanh(float* __restrict mem_sum, float inv_mem, int n) {
-  for (int v = 0; v < n; ++v) mem_sum[v] = model::fast_tanh(mem_sum[v] * inv_mem);
+  for (int v = 0; v < n; ++v) mem_sum[v] = model::memory_mean_tanh(mem_sum[v] * inv_mem);
 }
 
 void Coupling(const float* __restrict d_cou, const float* __restrict tanh_mean, float* __restrict cou, int n) {

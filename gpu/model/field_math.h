@@ -59,26 +59,49 @@ FB_HD float laplacian7(float c, float xm, float xp, float ym, float yp, float zm
 
 // The per-voxel rates of channels with ch mod quarter == r, from the voxel's dynamics channels.
 // They depend on the voxel and r only, so engines compute them once per voxel, not per channel.
+// The sigmoid of a dynamics channel's value, which is within kDynamicsBound (the pass keeps it,
+// CheckSnapshot checks a restored field), inside exp_in_range's domain: fast_sigmoid without
+// fast_exp's clamp, the same value.
+static_assert(kDynamicsBound < 87.0f, "the dynamics' sigmoid would need fast_exp's clamp");
+FB_HD float dynamics_sigmoid(float d) { return 1.0f / (1.0f + exp_in_range(-d)); }
+
 // k = 0.05 + 0.1 sigmoid(D_diffusion), lam = 0.90 + 0.099 sigmoid(D_retention).
-FB_HD float diffusion_rate(float d_diffusion) { return mul_add(0.1f, fast_sigmoid(d_diffusion), 0.05f); }
-FB_HD float retention_rate(float d_retention) { return mul_add(0.099f, fast_sigmoid(d_retention), 0.90f); }
+inline constexpr float kDiffusionFloor = 0.05f, kDiffusionSpan = 0.1f;
+inline constexpr float kRetentionFloor = 0.90f, kRetentionSpan = 0.099f;
+FB_HD float diffusion_rate(float d_diffusion) {
+  return mul_add(kDiffusionSpan, dynamics_sigmoid(d_diffusion), kDiffusionFloor);
+}
+FB_HD float retention_rate(float d_retention) {
+  return mul_add(kRetentionSpan, dynamics_sigmoid(d_retention), kRetentionFloor);
+}
 // eta = 0.1 (0.5 + sigmoid(D_plasticity)): how strongly prediction error is written into content.
-FB_HD float plasticity_gain(float d_plasticity) { return 0.1f * (0.5f + fast_sigmoid(d_plasticity)); }
+FB_HD float plasticity_gain(float d_plasticity) { return 0.1f * (0.5f + dynamics_sigmoid(d_plasticity)); }
 // Memory-to-content coupling: 0.2 sigmoid(D_coupling) tanh(mean memory at v); the gain is 0.1 at
 // rest (D = 0), as DESIGN.md writes it, and the coupling channels can move it within (0, 0.2).
 // The tanh does not depend on the quarter, so the CPU pass takes it once per voxel.
 FB_HD float memory_coupling_of(float d_coupling, float tanh_memory_mean) {
-  return 0.2f * fast_sigmoid(d_coupling) * tanh_memory_mean;
+  return 0.2f * dynamics_sigmoid(d_coupling) * tanh_memory_mean;
 }
+// The memory mean is within kFieldBound (as F is: see kMaxEvolveArgument), so its tanh needs no clamp.
+FB_HD float memory_mean_tanh(float memory_mean) { return tanh_within_saturation(memory_mean); }
 FB_HD float memory_coupling(float d_coupling, float memory_mean) {
-  return memory_coupling_of(d_coupling, fast_tanh(memory_mean));
+  return memory_coupling_of(d_coupling, memory_mean_tanh(memory_mean));
 }
 
 // F' = 0.95 tanh(0.9 lam (F + k L)). The gain 0.9 lam is the voxel's, for all its channels: the
 // CPU pass takes it once per voxel (the same product, so the same bits).
-FB_HD float evolve_gain(float lam) { return 0.9f * lam; }
+inline constexpr float kEvolveGain = 0.9f;
+FB_HD float evolve_gain(float lam) { return kEvolveGain * lam; }
+// The tanh's argument is within +-1.35 for every field within kFieldBound: F + k L is
+// (1 - 6k) F + k (the six neighbours), an average of seven values within the bound while 6k <= 1,
+// and sigmoid <= 1 bounds lam. The pass keeps the field within it and Engine::Restore checks it
+// (CheckSnapshot), so the core takes the tanh without its clamp. A field holding NaN gives NaN
+// with or without it.
+static_assert(6.0f * (kDiffusionFloor + kDiffusionSpan) <= 1.0f, "F + k L is no longer an average");
+inline constexpr float kMaxEvolveArgument = kEvolveGain * (kRetentionFloor + kRetentionSpan) * kFieldBound;
+static_assert(kMaxEvolveArgument < 0.5f * kTanhSaturation, "the evolve core's tanh would need its clamp");
 FB_HD float evolve_core_with_gain(float f, float lap, float gain, float k) {
-  return 0.95f * fast_tanh(gain * mul_add(k, lap, f));
+  return 0.95f * tanh_within_saturation(gain * mul_add(k, lap, f));
 }
 FB_HD float evolve_core(float f, float lap, float lam, float k) {
   return evolve_core_with_gain(f, lap, evolve_gain(lam), k);
@@ -116,14 +139,17 @@ FB_HD float dynamics_rest(int quarter) { return quarter == 0 ? 2.0f : 0.0f; }
 
 // U for quarter q: the rest value moved by at most 0.3 by the local activity. Retention rises
 // where the voxel is quiet, diffusion rises with variance, coupling with activity, plasticity
-// with sparsity (quiet voxels learn faster).
+// with sparsity (quiet voxels learn faster). Mean |F| is within kFieldBound and sparsity within
+// [0, 1], so their arguments stay within +-4 (kFieldBound + 0.3) and take the tanh without its
+// clamp; the variance's (up to 8 kFieldBound^2) keeps it.
 FB_HD float dynamics_target(int quarter, const LocalActivity& a) {
   constexpr float kStrength = 0.3f;
+  static_assert(4.0f * (kFieldBound + 0.3f) < kTanhSaturation, "the activity's tanh would need its clamp");
   switch (quarter) {
-    case 0: return dynamics_rest(0) + kStrength * fast_tanh(4.0f * (0.3f - a.mean_abs));
+    case 0: return dynamics_rest(0) + kStrength * tanh_within_saturation(4.0f * (0.3f - a.mean_abs));
     case 1: return kStrength * fast_tanh(8.0f * (a.variance - 0.05f));
-    case 2: return kStrength * fast_tanh(4.0f * (a.mean_abs - 0.2f));
-    default: return kStrength * fast_tanh(4.0f * (a.sparsity - 0.5f));
+    case 2: return kStrength * tanh_within_saturation(4.0f * (a.mean_abs - 0.2f));
+    default: return kStrength * tanh_within_saturation(4.0f * (a.sparsity - 0.5f));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "gpu/memory_budget.h"
 #include "tests/brain/brain_rig.h"
@@ -89,6 +90,45 @@ TEST(CpuEngine, SnapshotAndRestoreResumeExactly) {
   wrong = snap;
   wrong.params.site[0][2] = 99;
   EXPECT_EQ(rig.engine().Restore(rig.slot(b), wrong).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A restored field is held to the bounds every pass keeps (the evolve core's tanh relies on them):
+// a value beyond its channel's bound, or not a number, is refused with where it is; values on the
+// bounds are taken, and the brain runs on from them.
+TEST(CpuEngine, RestoreRefusesAFieldOutsideItsBounds) {
+  BrainRig rig(FieldShape::Small(), 1);
+  const int b = rig.Add(BrainSpec{5, 6, 3});
+  rig.Step1(b, std::vector<float>(6, 0.5f));
+  const BrainSnapshot snap = *rig.engine().Snapshot(rig.slot(b));
+  const FieldShape& sh = snap.shape;
+  const size_t content_voxel = size_t(sh.index(3, 2, 1, 4));
+  const size_t dynamics_voxel = size_t(sh.index(sh.dynamics_begin() + 1, 0, 5, 7));
+
+  struct Case {
+    size_t at;
+    float value;
+    bool taken;
+  };
+  const Case cases[] = {{content_voxel, 1.5f, true},    {content_voxel, -1.5f, true},
+                        {content_voxel, 1.5001f, false}, {content_voxel, -40.0f, false},
+                        {content_voxel, INFINITY, false}, {content_voxel, NAN, false},
+                        {dynamics_voxel, 5.0f, true},    {dynamics_voxel, -4.9f, true},
+                        {dynamics_voxel, 5.01f, false},  {dynamics_voxel, NAN, false}};
+  for (const Case& c : cases) {
+    BrainSnapshot edited = snap;
+    edited.field[c.at] = c.value;
+    const absl::Status s = rig.engine().Restore(rig.slot(b), edited);
+    if (c.taken) {
+      EXPECT_TRUE(s.ok()) << c.value << ": " << s;
+      const CycleOut out = rig.Step1(b, std::vector<float>(6, 0.5f));
+      for (float m : out.motors) EXPECT_TRUE(std::isfinite(m)) << c.value;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.value;
+      EXPECT_NE(s.message().find(absl::StrCat("voxel ", c.at % size_t(sh.voxels()))), std::string::npos) << s;
+    }
+  }
+  // A refused restore leaves the brain as it was: it runs on from the last one taken.
+  EXPECT_TRUE(rig.engine().Restore(rig.slot(b), snap).ok());
 }
 
 TEST(CpuEngine, OutputsStayInRangeAndUnusedEntriesZero) {

@@ -1,6 +1,9 @@
 // The shared host/device math, checked on the host against libm and known answers.
 #include <bit>
 #include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <random>
 #include <cstdint>
 #include <vector>
 
@@ -116,6 +119,45 @@ TEST(FieldMath, EvolveFollowsTheFormula) {
   EXPECT_NEAR(plasticity_gain(0.0f), 0.1, 1e-6);
   EXPECT_NEAR(memory_coupling(0.0f, 0.5f), 0.1 * std::tanh(0.5), 1e-6);
   EXPECT_NEAR(imprint_term(1.0f, 1.0f, 0.1f), 0.15, 1e-6);
+}
+
+// The evolve core, the memory mean's tanh, three activity targets and the rates take tanh and
+// sigmoid without their clamps, because their arguments stay inside the fits' domains for every
+// field within its bounds: over random in-bound neighbourhoods and the extreme corners, each
+// equals the clamped form bit for bit, and the core's argument stays within kMaxEvolveArgument.
+TEST(FieldMath, UnclampedFormsEqualTheClampedOnesWithinTheFieldsBounds) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> field(-kFieldBound, kFieldBound), dyn(-kDynamicsBound, kDynamicsBound);
+  auto same_bits = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  float worst_argument = 0.0f;
+  int core_mismatches = 0;
+  for (int i = 0; i < 200000; ++i) {
+    float n[7];
+    for (float& v : n) v = i < 128 ? ((i >> (&v - n)) & 1 ? kFieldBound : -kFieldBound) : field(rng);
+    const float d_ret = i < 128 ? kDynamicsBound : dyn(rng), d_dif = i < 128 ? kDynamicsBound : dyn(rng);
+    const float gain = evolve_gain(retention_rate(d_ret)), k = diffusion_rate(d_dif);
+    const float lap = laplacian7(n[0], n[1], n[2], n[3], n[4], n[5], n[6]);
+    const float argument = gain * mul_add(k, lap, n[0]);
+    worst_argument = std::max(worst_argument, std::fabs(argument));
+    if (!same_bits(evolve_core_with_gain(n[0], lap, gain, k), 0.95f * fast_tanh(argument))) ++core_mismatches;
+  }
+  EXPECT_EQ(core_mismatches, 0);
+  EXPECT_LE(worst_argument, kMaxEvolveArgument * (1.0f + 1e-6f));
+  EXPECT_GT(worst_argument, 0.9f * kMaxEvolveArgument);  // the corners reach the bound
+
+  int mismatches = 0;
+  for (int i = 0; i <= 3000; ++i) {
+    const float m = -kFieldBound + 2.0f * kFieldBound * float(i) / 3000.0f;
+    if (!same_bits(memory_mean_tanh(m), fast_tanh(m))) ++mismatches;
+    const float d = -kDynamicsBound + 2.0f * kDynamicsBound * float(i) / 3000.0f;
+    if (!same_bits(dynamics_sigmoid(d), fast_sigmoid(d))) ++mismatches;
+    const float mean_abs = kFieldBound * float(i) / 3000.0f, sparsity = float(i) / 3000.0f;
+    const LocalActivity a{mean_abs, mean_abs * mean_abs, sparsity};
+    if (!same_bits(dynamics_target(0, a), dynamics_rest(0) + 0.3f * fast_tanh(4.0f * (0.3f - mean_abs)))) ++mismatches;
+    if (!same_bits(dynamics_target(2, a), 0.3f * fast_tanh(4.0f * (mean_abs - 0.2f)))) ++mismatches;
+    if (!same_bits(dynamics_target(3, a), 0.3f * fast_tanh(4.0f * (sparsity - 0.5f)))) ++mismatches;
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 TEST(FieldMath, UpdatesStayWithinTheirBounds) {
