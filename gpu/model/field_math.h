@@ -82,8 +82,9 @@ FB_HD float plasticity_gain(float d_plasticity) { return 0.1f * (0.5f + dynamics
 FB_HD float memory_coupling_of(float d_coupling, float tanh_memory_mean) {
   return 0.2f * dynamics_sigmoid(d_coupling) * tanh_memory_mean;
 }
-// The memory mean is within kFieldBound (as F is: see kMaxEvolveArgument), so its tanh needs no clamp.
-FB_HD float memory_mean_tanh(float memory_mean) { return tanh_within_saturation(memory_mean); }
+// The memory mean is within kFieldBound (as F is: see kMaxEvolveArgument), the narrow fit's range.
+static_assert(kFieldBound <= kFieldTanhRange, "the memory mean's tanh needs the wide fit");
+FB_HD float memory_mean_tanh(float memory_mean) { return tanh_within_field_range(memory_mean); }
 FB_HD float memory_coupling(float d_coupling, float memory_mean) {
   return memory_coupling_of(d_coupling, memory_mean_tanh(memory_mean));
 }
@@ -95,13 +96,13 @@ FB_HD float evolve_gain(float lam) { return kEvolveGain * lam; }
 // The tanh's argument is within +-1.35 for every field within kFieldBound: F + k L is
 // (1 - 6k) F + k (the six neighbours), an average of seven values within the bound while 6k <= 1,
 // and sigmoid <= 1 bounds lam. The pass keeps the field within it and Engine::Restore checks it
-// (CheckSnapshot), so the core takes the tanh without its clamp. A field holding NaN gives NaN
-// with or without it.
+// (CheckSnapshot), so the core takes the narrow fit, which needs no clamp. A field holding NaN
+// gives NaN.
 static_assert(6.0f * (kDiffusionFloor + kDiffusionSpan) <= 1.0f, "F + k L is no longer an average");
 inline constexpr float kMaxEvolveArgument = kEvolveGain * (kRetentionFloor + kRetentionSpan) * kFieldBound;
-static_assert(kMaxEvolveArgument < 0.5f * kTanhSaturation, "the evolve core's tanh would need its clamp");
+static_assert(kMaxEvolveArgument <= kFieldTanhRange, "the evolve core's tanh needs the wide fit");
 FB_HD float evolve_core_with_gain(float f, float lap, float gain, float k) {
-  return 0.95f * tanh_within_saturation(gain * mul_add(k, lap, f));
+  return 0.95f * tanh_within_field_range(gain * mul_add(k, lap, f));
 }
 FB_HD float evolve_core(float f, float lap, float lam, float k) {
   return evolve_core_with_gain(f, lap, evolve_gain(lam), k);
@@ -140,7 +141,7 @@ FB_HD float dynamics_rest(int quarter) { return quarter == 0 ? 2.0f : 0.0f; }
 // U for quarter q: the rest value moved by at most 0.3 by the local activity. Retention rises
 // where the voxel is quiet, diffusion rises with variance, coupling with activity, plasticity
 // with sparsity (quiet voxels learn faster). Mean |F| is within kFieldBound and sparsity within
-// [0, 1], so their arguments stay within +-4 (kFieldBound + 0.3) and take the tanh without its
+// [0, 1], so their arguments stay within 4 (kFieldBound + 0.3) and take the tanh without its
 // clamp; the variance's (up to 8 kFieldBound^2) keeps it.
 FB_HD float dynamics_target(int quarter, const LocalActivity& a) {
   constexpr float kStrength = 0.3f;
