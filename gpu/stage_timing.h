@@ -21,8 +21,9 @@ inline const char* StageName(Stage s) {
     case Stage::kMotor: return "motor";
     case Stage::kPredict: return "predict";
     case Stage::kMemory: return "memory";
-    default: return "unknown";
+    case Stage::kCount: break;  // the count, not a stage
   }
+  return "unknown";  // kCount, or a value cast from out of range
 }
 
 class StageTimingSink {
