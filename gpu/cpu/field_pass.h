@@ -32,7 +32,7 @@ void AddPlanePools(const PlanePool* planes, const FieldShape& shape, model::Fiel
 struct SlabJob {
   const FieldShape* shape;
   int x;       // the slab's first plane
-  int planes;  // SlabPlanes(*shape), or 1 (both compute the same bits)
+  int planes;  // SlabPlanes(*shape), 1, or any divisor of nx the scratch holds (all compute the same bits)
   const RobotParams* params;
   const float* sensors;  // s, sensor_count values
   const float* errors;   // e = s - p
@@ -48,10 +48,12 @@ struct SlabJob {
   PlanePool* plane_pools;
 };
 
-// Working memory of one thread, allocated once: for slabs of up to SlabPlanes(shape) planes.
+// Working memory of one thread, allocated once: for slabs of up to SlabPlanes(shape) planes, or
+// of up to `planes`.
 class SlabScratch {
  public:
   explicit SlabScratch(const FieldShape& shape);
+  SlabScratch(const FieldShape& shape, int planes);
 
  private:
   template <bool kYBorders>
@@ -61,8 +63,9 @@ class SlabScratch {
   std::vector<float> terms_;  // per-voxel terms of one slab, slab_ floats each
   // One channel's slab, padded so that every voxel's neighbours are loads in bounds: a slab of
   // one plane gets a replicated row above and below (its y and z neighbours plain loads, its x
-  // neighbours read from the field), a slab of several the planes on either side, replicated at
-  // the field's x borders (its x neighbours plain loads, y and z chosen at the borders).
+  // neighbours read from the field; of a long plane only the border rows are copied, the inner
+  // ones read from the field), a slab of several the planes on either side, replicated at the
+  // field's x borders (its x neighbours plain loads, y and z chosen at the borders).
   std::vector<float> padded_;
   std::vector<int> z_first_, z_last_;  // per slab voxel: whether z is 0 / nz - 1
   std::vector<int> y_first_, y_last_;  // per slab voxel: whether y is 0 / ny - 1

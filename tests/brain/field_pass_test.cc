@@ -1,5 +1,7 @@
 // The CPU field pass's slabs (gpu/cpu/field_pass.h): on fields with short planes a slab takes
-// several x planes, and it must compute bit for bit what those planes compute one at a time.
+// several x planes, and it must compute bit for bit what those planes compute one at a time; a
+// slab of one long plane reads its inner rows from the field, not from a padded copy, and must
+// compute what a slab of two planes (a padded copy of everything) computes.
 #include "gpu/cpu/field_pass.h"
 
 #include <cstring>
@@ -25,7 +27,7 @@ PassOutput Pass(const FieldShape& shape, int planes, const RobotParams& params, 
   PassOutput o{std::vector<float>(size_t(shape.floats())),
                std::vector<float>(size_t(shape.nx * cpu::MemoryPlaneFloats(shape))),
                std::vector<cpu::PlanePool>(size_t(shape.nx))};
-  cpu::SlabScratch scratch(shape);
+  cpu::SlabScratch scratch(shape, planes);
   for (int x = 0; x < shape.nx; x += planes) {
     const cpu::SlabJob job{&shape,          x,
                            planes,          &params,
@@ -41,44 +43,59 @@ PassOutput Pass(const FieldShape& shape, int planes, const RobotParams& params, 
 
 bool SameBits(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
 
+// The pass of `shape` in slabs of `planes_a` and of `planes_b` planes, bit for bit the same, for
+// 12 sensors and for 64 (which crowd the small fields past the cap on sensors per column), with
+// and without a recalled pattern.
+void ExpectSameBitsInSlabsOf(const FieldShape& shape, int planes_a, int planes_b) {
+  for (const int sensor_count : {12, 64}) {
+    const absl::StatusOr<RobotParams> params = MakeRobotParams(BrainSpec{7, sensor_count, 4, true}, shape);
+    ASSERT_TRUE(params.ok()) << params.status();
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    std::vector<float> field(size_t(shape.floats()));
+    for (int64_t i = 0; i < shape.floats(); ++i)  // the start field, stirred so neighbours differ
+      field[size_t(i)] = model::initial_field_value(3, shape, i) + 0.3f * uni(rng);
+    std::vector<float> sensors(static_cast<size_t>(sensor_count)), errors(static_cast<size_t>(sensor_count));
+    for (float& v : sensors) v = uni(rng);
+    for (float& v : errors) v = uni(rng);
+    std::vector<float> pattern_z(size_t(cpu::PatternZFloats(shape)));
+    for (float& v : pattern_z) v = uni(rng);
+    for (const bool pattern_active : {false, true}) {
+      const PassOutput a = Pass(shape, planes_a, *params, field, sensors, errors, pattern_z, pattern_active);
+      const PassOutput b = Pass(shape, planes_b, *params, field, sensors, errors, pattern_z, pattern_active);
+      const std::string what = std::to_string(shape.nx) + "x" + std::to_string(shape.ny) + "x" +
+                               std::to_string(shape.nz) + " in slabs of " + std::to_string(planes_a) + " and " +
+                               std::to_string(planes_b) + ", " + std::to_string(sensor_count) + " sensors, " +
+                               (pattern_active ? "a pattern recalled" : "no pattern");
+      EXPECT_TRUE(SameBits(a.field.data(), b.field.data(), a.field.size() * sizeof(float))) << what;
+      EXPECT_TRUE(SameBits(a.memory_planes.data(), b.memory_planes.data(), a.memory_planes.size() * sizeof(float)))
+          << what;
+      EXPECT_TRUE(SameBits(a.plane_pools.data(), b.plane_pools.data(), a.plane_pools.size() * sizeof(cpu::PlanePool)))
+          << what;
+      // The new field is not the old one: the pass ran.
+      EXPECT_FALSE(SameBits(a.field.data(), field.data(), field.size() * sizeof(float))) << what;
+    }
+  }
+}
+
 TEST(FieldPass, ASlabOfSeveralPlanesComputesWhatItsPlanesComputeOneByOne) {
   // The tiny field (one slab of 8), 12 planes in slabs of 4 with sides of three lengths, and
-  // C = 32 (two dynamics channels per quarter) in two slabs of 8; 12 sensors, and 64, which
-  // crowd the small fields past the cap on sensors per column.
-  for (const FieldShape shape : {FieldShape::Tiny(), FieldShape{16, 12, 8, 12}, FieldShape{32, 16, 8, 8}})
-    for (const int sensor_count : {12, 64}) {
-      const int planes = cpu::SlabPlanes(shape);
-      ASSERT_GT(planes, 1) << shape.nx << "x" << shape.ny << "x" << shape.nz;
-      ASSERT_EQ(shape.nx % planes, 0);
-      const absl::StatusOr<RobotParams> params = MakeRobotParams(BrainSpec{7, sensor_count, 4, true}, shape);
-      ASSERT_TRUE(params.ok()) << params.status();
-      std::mt19937 rng(11);
-      std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-      std::vector<float> field(size_t(shape.floats()));
-      for (int64_t i = 0; i < shape.floats(); ++i)  // the start field, stirred so neighbours differ
-        field[size_t(i)] = model::initial_field_value(3, shape, i) + 0.3f * uni(rng);
-      std::vector<float> sensors(static_cast<size_t>(sensor_count)), errors(static_cast<size_t>(sensor_count));
-      for (float& v : sensors) v = uni(rng);
-      for (float& v : errors) v = uni(rng);
-      std::vector<float> pattern_z(size_t(cpu::PatternZFloats(shape)));
-      for (float& v : pattern_z) v = uni(rng);
-      for (const bool pattern_active : {false, true}) {
-        const PassOutput one = Pass(shape, 1, *params, field, sensors, errors, pattern_z, pattern_active);
-        const PassOutput slab = Pass(shape, planes, *params, field, sensors, errors, pattern_z, pattern_active);
-        const std::string what = std::to_string(shape.nx) + "x" + std::to_string(shape.ny) + "x" +
-                                 std::to_string(shape.nz) + ", " + std::to_string(sensor_count) + " sensors, " +
-                                 (pattern_active ? "a pattern recalled" : "no pattern");
-        EXPECT_TRUE(SameBits(one.field.data(), slab.field.data(), one.field.size() * sizeof(float))) << what;
-        EXPECT_TRUE(SameBits(one.memory_planes.data(), slab.memory_planes.data(),
-                             one.memory_planes.size() * sizeof(float)))
-            << what;
-        EXPECT_TRUE(SameBits(one.plane_pools.data(), slab.plane_pools.data(),
-                             one.plane_pools.size() * sizeof(cpu::PlanePool)))
-            << what;
-        // The new field is not the old one: the pass ran.
-        EXPECT_FALSE(SameBits(one.field.data(), field.data(), field.size() * sizeof(float))) << what;
-      }
-    }
+  // C = 32 (two dynamics channels per quarter) in two slabs of 8.
+  for (const FieldShape shape : {FieldShape::Tiny(), FieldShape{16, 12, 8, 12}, FieldShape{32, 16, 8, 8}}) {
+    const int planes = cpu::SlabPlanes(shape);
+    ASSERT_GT(planes, 1) << shape.nx << "x" << shape.ny << "x" << shape.nz;
+    ASSERT_EQ(shape.nx % planes, 0);
+    ExpectSameBitsInSlabsOf(shape, 1, planes);
+  }
+}
+
+TEST(FieldPass, ALongPlaneReadFromTheFieldComputesWhatItsPaddedCopyComputes) {
+  // Planes of 512 voxels (the shortest that read their inner rows from the field), of 1024 with
+  // rows of 64, and the default field's; each against slabs of two planes, which copy all of it.
+  for (const FieldShape shape : {FieldShape{16, 8, 32, 16}, FieldShape{32, 8, 16, 64}, FieldShape::Default()}) {
+    ASSERT_EQ(cpu::SlabPlanes(shape), 1) << shape.nx << "x" << shape.ny << "x" << shape.nz;
+    ExpectSameBitsInSlabsOf(shape, 1, 2);
+  }
 }
 
 }  // namespace
