@@ -25,7 +25,7 @@ namespace fieldbrain::cpu {
 namespace {
 
 // A batch's field pass takes one more thread per this many field floats (two tiny-field robots,
-// about 50 us of one core): below that, waking a core costs more than it saves.
+// whose passes take about 30 us of one core): below that, waking a core costs more than it saves.
 constexpr int64_t kFieldFloatsPerThread = int64_t(1) << 14;
 
 struct FreeDeleter {

@@ -333,8 +333,8 @@ SlabScratch::SlabScratch(const FieldShape& shape, int planes)
       padded_(planes == 1 ? size_t(shape.ny + 2) * shape.nz : size_t(slab_) + 2 * shape.ny * shape.nz),
       z_first_(slab_),
       z_last_(slab_),
-      y_first_(slab_),
-      y_last_(slab_),
+      y_first_(planes > 1 ? slab_ : 0),  // a slab of one plane has its y borders in its padding
+      y_last_(planes > 1 ? slab_ : 0),
       pattern_x_(size_t(shape.ny / 4) * shape.nz),
       columns_(shape.nz),
       imprint_(shape, planes) {
@@ -342,6 +342,7 @@ SlabScratch::SlabScratch(const FieldShape& shape, int planes)
     const int z = v % shape.nz, y = v / shape.nz % shape.ny;
     z_first_[v] = z == 0;
     z_last_[v] = z == shape.nz - 1;
+    if (planes == 1) continue;
     y_first_[v] = y == 0;
     y_last_[v] = y == shape.ny - 1;
   }
