@@ -88,30 +88,25 @@ void Coupling(const float* __restrict d_cou, const float* __restrict tanh_mean, 
   for (int v = 0; v < n; ++v) cou[v] = model::memory_coupling_of(d_cou[v], tanh_mean[v]);
 }
 
-// One channel's one-plane slab into `padded` (SlabScratch::padded_) with its first and last rows
-// replicated beyond it; returns its first voxel.
-float* PadPlane(const float* src, int Y, int Z, float* padded) {
-  float* c = padded + Z;
-  std::memcpy(c, src, sizeof(float) * size_t(Y) * Z);
-  std::memcpy(c - Z, c, sizeof(float) * Z);
-  std::memcpy(c + size_t(Y) * Z, c + size_t(Y - 1) * Z, sizeof(float) * Z);
-  return c;
-}
-
 // A one-plane slab of a long plane reads its inner rows (1 to Y - 2) from the field itself: only
 // the first and last rows need neighbours beyond the plane. Copying the whole plane was 10-12 % of
 // the default field's cycle (1024-voxel planes); on the small field's 256-voxel planes the three
 // runs a plane then takes cost ~5 % more than the copy, so shorter planes keep it.
 constexpr int kInnerRowsFromFieldFrom = 512;  // plane voxels
 
-// Rows 0, 1, Y - 2 and Y - 1 of one channel's plane at their places in `padded`, with the rows
-// beyond them replicated (what PadPlane writes, less the inner rows); returns its row 0.
-float* PadBorderRows(const float* src, int Y, int Z, float* padded) {
+// One channel's one-plane slab into `padded` (SlabScratch::padded_, Y + 2 rows) with its first
+// and last rows replicated beyond it, the inner rows only where `inner_rows` (without them, rows 0,
+// 1, Y - 2 and Y - 1, all the border rows' neighbours); returns its row 0.
+float* PadPlane(const float* src, int Y, int Z, bool inner_rows, float* padded) {
   float* c = padded + Z;
   const size_t row = sizeof(float) * Z;
+  if (inner_rows) {
+    std::memcpy(c, src, size_t(Y) * row);
+  } else {
+    std::memcpy(c, src, 2 * row);
+    std::memcpy(c + size_t(Y - 2) * Z, src + size_t(Y - 2) * Z, 2 * row);
+  }
   std::memcpy(c - Z, src, row);
-  std::memcpy(c, src, 2 * row);
-  std::memcpy(c + size_t(Y - 2) * Z, src + size_t(Y - 2) * Z, 2 * row);
   std::memcpy(c + size_t(Y) * Z, src + size_t(Y - 1) * Z, row);
   return c;
 }
@@ -409,17 +404,16 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
   auto slab = [&](const float* base, int c, int xx) { return base + sh.index(c, xx, 0, 0); };
   // Channel ch's stencil; a slab of one plane also asks the cache for channel `next`'s x + 1
   // plane as it goes (-1: none), which is first read there.
+  const bool inner_from_field = YZ >= kInnerRowsFromFieldFrom;
   auto stencil = [&](int ch, int next) {
     if constexpr (kYBorders) {
       const float* c = PadPlanes(slab(F, ch, x0), x0, planes, sh.nx, YZ, s.padded_.data());
-      return Stencil{c,     nullptr, 0, 0, c - YZ, c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(),
+      return Stencil{c, nullptr, 0, 0, c - YZ, c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(),
                      s.y_last_.data(), nullptr};
     } else {
       const int xp = std::min(x0 + 1, sh.nx - 1);
       const float* plane = slab(F, ch, x0);
-      const bool inner_from_field = YZ >= kInnerRowsFromFieldFrom;
-      float* padded = s.padded_.data();
-      return Stencil{inner_from_field ? PadBorderRows(plane, Y, Z, padded) : PadPlane(plane, Y, Z, padded),
+      return Stencil{PadPlane(plane, Y, Z, !inner_from_field, s.padded_.data()),
                      inner_from_field ? plane : nullptr,
                      Z,
                      YZ - Z,
