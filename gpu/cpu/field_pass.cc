@@ -149,12 +149,11 @@ void InPieces(int begin, int end, const float* ahead, Fn fn) {
 // The 7 neighbours of every voxel of one channel's slab, all loads in bounds; at the field's
 // borders a neighbour is the voxel itself, which the loops choose where the padding does not
 // already hold it: z always, y where kYBorders (a slab of several planes). Voxels are read from
-// the padded copy `c`, except that a slab of one long plane reads voxels [inner_begin, inner_end)
-// (its inner rows) from the field (`inner`).
+// the padded copy `c`, except that a slab of one long plane reads its inner rows (every voxel but
+// the first and last `pitch`) from the field (`inner`).
 struct Stencil {
   const float* c;
   const float* inner;  // null: `c` serves every voxel
-  int inner_begin, inner_end;
   const float* xm;
   const float* xp;
   int pitch;  // nz
@@ -165,14 +164,15 @@ struct Stencil {
   const float* ahead;  // the plane to ask the cache for meanwhile, or null
 };
 
-// fn(c, b, e) over [begin, end) in the runs that read one source: `c` the padded rows or the field.
+// fn(c, b, e) over [begin, end) of a slab of n voxels, in the runs that read one source: `c` the
+// padded rows or the field.
 template <typename Fn>
-void BySource(const Stencil& st, int begin, int end, Fn fn) {
+void BySource(const Stencil& st, int n, int begin, int end, Fn fn) {
   if (st.inner == nullptr) {
     fn(st.c, begin, end);
     return;
   }
-  const int a = std::clamp(st.inner_begin, begin, end), b = std::clamp(st.inner_end, begin, end);
+  const int a = std::clamp(st.pitch, begin, end), b = std::clamp(n - st.pitch, begin, end);
   if (begin < a) fn(st.c, begin, a);
   if (a < b) fn(st.inner, a, b);
   if (b < end) fn(st.c, b, end);
@@ -219,7 +219,7 @@ void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gai
                  const float* eta, const float* cou, float* dst, float* new_group, int n) {
   auto run = [&](auto with_imprint, int begin, int end) {
     InPieces(begin, end, st.ahead, [&](int piece_begin, int piece_end) {
-      BySource(st, piece_begin, piece_end, [&](const float* c, int b, int e) {
+      BySource(st, n, piece_begin, piece_end, [&](const float* c, int b, int e) {
         ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders>(
             c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
             imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
@@ -256,7 +256,7 @@ void MemorySlab(const Stencil& st, bool pattern_active, bool first, const float*
                 const float* group_mean, const float* pattern, float* mem_sum, float* dst, int n) {
   auto run = [&](auto with_pattern, auto first_memory) {
     InPieces(0, n, st.ahead, [&](int piece_begin, int piece_end) {
-      BySource(st, piece_begin, piece_end, [&](const float* c, int begin, int end) {
+      BySource(st, n, piece_begin, piece_end, [&](const float* c, int begin, int end) {
         MemoryRun<decltype(with_pattern)::value, decltype(first_memory)::value, kYBorders>(
             c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, group_mean,
             pattern, mem_sum, dst, begin, end);
@@ -408,15 +408,13 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
   auto stencil = [&](int ch, int next) {
     if constexpr (kYBorders) {
       const float* c = PadPlanes(slab(F, ch, x0), x0, planes, sh.nx, YZ, s.padded_.data());
-      return Stencil{c, nullptr, 0, 0, c - YZ, c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(),
+      return Stencil{c, nullptr, c - YZ, c + YZ, Z, s.z_first_.data(), s.z_last_.data(), s.y_first_.data(),
                      s.y_last_.data(), nullptr};
     } else {
       const int xp = std::min(x0 + 1, sh.nx - 1);
       const float* plane = slab(F, ch, x0);
       return Stencil{PadPlane(plane, Y, Z, !inner_from_field, s.padded_.data()),
                      inner_from_field ? plane : nullptr,
-                     Z,
-                     YZ - Z,
                      slab(F, ch, std::max(x0 - 1, 0)),
                      slab(F, ch, xp),
                      Z,
