@@ -179,7 +179,7 @@ void BySource(const Stencil& st, int n, int begin, int end, Fn fn) {
 }
 
 template <bool kYBorders>
-[[gnu::always_inline]] inline float CoreAt(const float* __restrict c, const float* __restrict xm,
+[[gnu::always_inline]] inline float ArgumentAt(const float* __restrict c, const float* __restrict xm,
                                            const float* __restrict xp, const int* __restrict z_first,
                                            const int* __restrict z_last, const int* __restrict y_first,
                                            const int* __restrict y_last, int pitch, const float* __restrict gain,
@@ -191,13 +191,14 @@ template <bool kYBorders>
     ym = y_first[v] ? c[v] : ym;
     yp = y_last[v] ? c[v] : yp;
   }
-  return model::evolve_core_with_gain(c[v], model::laplacian7(c[v], xm[v], xp[v], ym, yp, zm, zp), gain[v], rate[v]);
+  return model::evolve_argument(c[v], model::laplacian7(c[v], xm[v], xp[v], ym, yp, zm, zp), gain[v], rate[v]);
 }
 
 // Content channel: F' + imprint + coupling over slab voxels [begin, end), and its share of A_g
 // of the new field. This and MemoryRun stay out of line: inlined into their callers, GCC
 // no longer vectorises them. (Their stencil arguments are separate __restrict parameters, not a
 // Stencil: GCC does not trust restrict on members.)
+constexpr int kChunk = 64;
 template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                   const int* __restrict z_first, const int* __restrict z_last,
@@ -206,11 +207,18 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
                                   const float* __restrict s_field, const float* __restrict e_field,
                                   const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
                                   float* __restrict new_group, int begin, int end) {
-  for (int v = begin; v < end; ++v) {
-    const float core = CoreAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v);
-    const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
-    dst[v] = model::content_next(core, imprint, cou[v]);
-    new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + dst[v];
+  float argument[kChunk];
+  for (int b = begin; b < end; b += kChunk) {
+    const int m = std::min(kChunk, end - b);
+    for (int i = 0; i < m; ++i)
+      argument[i] = ArgumentAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, b + i);
+    for (int i = 0; i < m; ++i) argument[i] = model::evolve_core_of(argument[i]);
+    for (int i = 0; i < m; ++i) {
+      const int v = b + i;
+      const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
+      dst[v] = model::content_next(argument[i], imprint, cou[v]);
+      new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + dst[v];
+    }
   }
 }
 
@@ -244,10 +252,19 @@ template <bool kPattern, bool kFirstMemory, bool kYBorders>
                                  const float* __restrict gain, const float* __restrict rate,
                                  const float* __restrict group_mean, const float* __restrict pattern,
                                  float* __restrict mem_sum, float* __restrict dst, int begin, int end) {
-  for (int v = begin; v < end; ++v) {
-    mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
-    const float core = CoreAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v);
-    dst[v] = model::memory_next(core, group_mean[v], kPattern ? pattern[v] : 0.0f);
+  float argument[kChunk];
+  for (int b = begin; b < end; b += kChunk) {
+    const int m = std::min(kChunk, end - b);
+    for (int i = 0; i < m; ++i) {
+      const int v = b + i;
+      mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
+      argument[i] = ArgumentAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v);
+    }
+    for (int i = 0; i < m; ++i) argument[i] = model::evolve_core_of(argument[i]);
+    for (int i = 0; i < m; ++i) {
+      const int v = b + i;
+      dst[v] = model::memory_next(argument[i], group_mean[v], kPattern ? pattern[v] : 0.0f);
+    }
   }
 }
 

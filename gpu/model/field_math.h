@@ -101,8 +101,12 @@ FB_HD float evolve_gain(float lam) { return kEvolveGain * lam; }
 static_assert(6.0f * (kDiffusionFloor + kDiffusionSpan) <= 1.0f, "F + k L is no longer an average");
 inline constexpr float kMaxEvolveArgument = kEvolveGain * (kRetentionFloor + kRetentionSpan) * kFieldBound;
 static_assert(kMaxEvolveArgument <= kFieldTanhRange, "the evolve core's tanh needs the wide fit");
+// The core in its two steps, for an engine that takes them in separate loops: the argument from
+// the voxel and its neighbours, then the tanh.
+FB_HD float evolve_argument(float f, float lap, float gain, float k) { return gain * mul_add(k, lap, f); }
+FB_HD float evolve_core_of(float argument) { return 0.95f * tanh_within_field_range(argument); }
 FB_HD float evolve_core_with_gain(float f, float lap, float gain, float k) {
-  return 0.95f * tanh_within_field_range(gain * mul_add(k, lap, f));
+  return evolve_core_of(evolve_argument(f, lap, gain, k));
 }
 FB_HD float evolve_core(float f, float lap, float lam, float k) {
   return evolve_core_with_gain(f, lap, evolve_gain(lam), k);
