@@ -40,6 +40,19 @@ std::string CpuModelName() {
   return "cpu";
 }
 
+// body(i) for every i in [0, n), on `threads` threads in a static schedule; on one, here. libgomp
+// mallocs and frees a team for every one-thread parallel region (it keeps larger teams for the
+// next region), and a batch's cycle allocates nothing.
+template <typename Body>
+void ForEach(int n, int threads, Body body) {
+  if (threads <= 1) {
+    for (int i = 0; i < n; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int i = 0; i < n; ++i) body(i);
+}
+
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -101,24 +114,22 @@ class CpuBackend final : public EngineBackend {
         int(std::clamp<int64_t>(int64_t(n) * config_.shape.floats() / kFieldFloatsPerThread, 1, threads_));
     const auto t0 = std::chrono::steady_clock::now();
 
-#pragma omp parallel for num_threads(robot_threads) schedule(static)
-    for (int r = 0; r < n; ++r)
+    ForEach(n, robot_threads, [&](int r) {
       OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, rows[r].reward,
                 &errors_[size_t(r) * kMaxSensors]);
+    });
 
     const auto tm = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(robot_threads) schedule(static)
-    for (int r = 0; r < n; ++r) {
+    ForEach(n, robot_threads, [&](int r) {
       const int slot = rows[r].slot;
       MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Pooled(slot), config_.shape,
                  rows[r].sensors, rows[r].reward, Pattern(slot));
       if (State(slot)->pattern_active) UpsamplePatternZ(Pattern(slot), config_.shape, PatternZ(r));
-    }
+    });
 
     const auto t1 = std::chrono::steady_clock::now();
     const int nx = config_.shape.nx, planes = SlabPlanes(config_.shape), slabs = nx / planes;
-#pragma omp parallel for num_threads(field_threads) schedule(static)
-    for (int job = 0; job < n * slabs; ++job) {
+    ForEach(n * slabs, field_threads, [&](int job) {
       const int r = job / slabs, x = job % slabs * planes;
       const int slot = rows[r].slot;
       const SlabJob slab{&config_.shape,
@@ -134,17 +145,16 @@ class CpuBackend final : public EngineBackend {
                          MemoryPlane(r, x),
                          &plane_pools_[size_t(r) * nx + x]};
       EvolveSlab(slab, *scratch_[omp_get_thread_num()]);
-    }
+    });
 
     const auto t2 = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(robot_threads) schedule(static)
-    for (int r = 0; r < n; ++r) {
+    ForEach(n, robot_threads, [&](int r) {
       model::FieldSummary summary;
       AddPlanePools(&plane_pools_[size_t(r) * nx], config_.shape, summary);
       PoolFromMemoryPlanes(MemoryPlane(r, 0), config_.shape, Pooled(rows[r].slot));
       CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary, rows[r].sensors,
                  &errors_[size_t(r) * kMaxSensors], rows[r].reward, outputs_[r]);
-    }
+    });
     if (sink_) {
       sink_->RecordStage(Stage::kPredict, std::chrono::duration<double>(tm - t0).count(), n);
       sink_->RecordStage(Stage::kMemory, std::chrono::duration<double>(t1 - tm).count(), n);
