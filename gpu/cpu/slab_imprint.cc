@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "gpu/model/field_math.h"
 
@@ -33,8 +34,18 @@ SlabImprint::SlabImprint(const FieldShape& shape, int max_planes)
   for (int l1 = 0; l1 < int(decay_.size()); ++l1) decay_[l1] = model::imprint_decay(l1);
 }
 
+bool SlabImprint::PreparedFor(const RobotParams& p, int x0, int planes) const {
+  return prepared_.planes == planes && prepared_.x0 == x0 && prepared_.sensor_count == p.sensor_count &&
+         std::memcmp(prepared_.site, p.site, sizeof(p.site[0]) * size_t(p.sensor_count)) == 0;
+}
+
 void SlabImprint::Prepare(const RobotParams& p, int x0, int planes) {
   using model::kImprintRadius;
+  if (PreparedFor(p, x0, planes)) return;
+  prepared_.x0 = x0;
+  prepared_.planes = planes;
+  prepared_.sensor_count = p.sensor_count;
+  std::memcpy(prepared_.site, p.site, sizeof(p.site[0]) * size_t(p.sensor_count));
   runs_.clear();
   std::fill(taken_.begin(), taken_.begin() + planes * Y_, 0);
   begin_ = planes * Y_ * Z_;

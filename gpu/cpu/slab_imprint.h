@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "gpu/model/field_math.h"
@@ -25,7 +26,9 @@ class SlabImprint {
   SlabImprint(const FieldShape& shape, int max_planes);
 
   // The runs of the sensors that reach the slab of planes [x0, x0 + planes): plane by plane, each
-  // plane's in sensor order.
+  // plane's in sensor order. They depend on the sensors' sites alone, so a slab prepared last for
+  // the same sites (the next robot of a batch with as many sensors, the same robot's next cycle on
+  // a field of one slab) keeps its runs.
   void Prepare(const RobotParams& params, int x0, int planes);
 
   // No sensor reaches the slab: its imprint is zero everywhere.
@@ -46,7 +49,15 @@ class SlabImprint {
     int length;  // voxels: whole z-rows
     const float* weight;
   };
+  // What the runs were prepared for (planes 0: nothing yet).
+  struct Prepared {
+    int x0 = 0, planes = 0, sensor_count = 0;
+    int32_t site[kMaxSensors][3] = {};
+  };
+  bool PreparedFor(const RobotParams& params, int x0, int planes) const;
+
   int Y_, Z_;
+  Prepared prepared_;
   int begin_ = 0, end_ = 0;
   std::vector<Run> runs_;
   std::vector<float> weights_;  // per run: (2 kImprintRadius + 1) rows of nz weights

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <random>
 #include <vector>
@@ -66,6 +67,44 @@ TEST(CpuEngine, RobotOutputsDoNotDependOnTheBatch) {
     const auto outs = crowd.Step(order, in, {0.1f, 0.1f, 0.1f, 0.1f});
     const size_t row = size_t(std::find(order.begin(), order.end(), 2) - order.begin());
     ASSERT_TRUE(SameBits(a, outs[row])) << "cycle " << t;
+  }
+}
+
+// Robots with different sensor counts (so different imprint sites) in one batch on one thread,
+// which walks them with the same scratch: each computes what it computes alone. On the tiny
+// field a robot's whole field is one slab, whose imprint runs a robot with the same sites reuses.
+TEST(CpuEngine, RobotsWithDifferentSensorsShareABatchAsIfAlone) {
+  const std::vector<int> sensors = {12, 5, 12, 30, 5};
+  for (const FieldShape& shape : {FieldShape::Tiny(), FieldShape::Small()}) {
+    BrainRig crowd(shape, int(sensors.size()), 1);
+    std::vector<std::unique_ptr<BrainRig>> alone;
+    std::vector<std::vector<std::vector<float>>> frames;
+    for (size_t i = 0; i < sensors.size(); ++i) {
+      const BrainSpec spec{uint64_t(20 + i), sensors[i], 4};
+      crowd.Add(spec);
+      alone.push_back(std::make_unique<BrainRig>(shape, 1, 1));
+      alone.back()->Add(spec);
+      frames.push_back(RandomFrames(30, sensors[i], unsigned(7 + i)));
+    }
+    const std::vector<int> order = {0, 1, 2, 3, 4};
+    for (int t = 0; t < 30; ++t) {
+      std::vector<std::vector<float>> in;
+      std::vector<float> rewards;
+      for (size_t i = 0; i < sensors.size(); ++i) {
+        in.push_back(frames[i][size_t(t)]);
+        rewards.push_back(t % 4 ? 0.4f : -0.6f);
+      }
+      const auto outs = crowd.Step(order, in, rewards);
+      for (size_t i = 0; i < sensors.size(); ++i)
+        ASSERT_TRUE(SameBits(alone[i]->Step1(0, frames[i][size_t(t)], rewards[i]), outs[i]))
+            << "field " << shape.nx << ", robot " << i << " (" << sensors[i] << " sensors), cycle " << t;
+    }
+    for (size_t i = 0; i < sensors.size(); ++i) {
+      const BrainSnapshot a = *alone[i]->engine().Snapshot(alone[i]->slot(0));
+      const BrainSnapshot b = *crowd.engine().Snapshot(crowd.slot(int(i)));
+      EXPECT_EQ(std::memcmp(a.field.data(), b.field.data(), a.field.size() * sizeof(float)), 0)
+          << "field " << shape.nx << ", robot " << i;
+    }
   }
 }
 
