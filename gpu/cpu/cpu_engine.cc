@@ -71,6 +71,7 @@ class CpuBackend final : public EngineBackend {
         pattern_z_(size_t(config.max_batch) * size_t(PatternZFloats(config.shape))),
         memory_planes_(size_t(config.max_batch) * size_t(config.shape.nx) * size_t(MemoryPlaneFloats(config.shape))),
         pooled_(size_t(config.max_robots) * size_t(config.shape.memory()) * size_t(config.shape.coarse_voxels())),
+        last_recall_(size_t(config.max_robots)),
         device_(CpuModelName()) {
     scratch_.reserve(threads_);
     for (int t = 0; t < threads_; ++t) scratch_.push_back(std::make_unique<SlabScratch>(config.shape));
@@ -101,6 +102,7 @@ class CpuBackend final : public EngineBackend {
     *Memory(slot) = MemoryBank{};
     std::memset(MemoryPatterns(slot), 0, size_t(pool_.memory_patterns_bytes()));
     PoolMemoryChannels(field, config_.shape, Pooled(slot));
+    last_recall_[size_t(slot)].valid = false;
     return absl::OkStatus();
   }
 
@@ -123,7 +125,7 @@ class CpuBackend final : public EngineBackend {
     ForEach(n, robot_threads, [&](int r) {
       const int slot = rows[r].slot;
       MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Pooled(slot), config_.shape,
-                 rows[r].sensors, rows[r].reward, Pattern(slot));
+                 rows[r].sensors, rows[r].reward, Pattern(slot), last_recall_[size_t(slot)]);
       if (State(slot)->pattern_active) UpsamplePatternZ(Pattern(slot), config_.shape, PatternZ(r));
     });
 
@@ -185,6 +187,7 @@ class CpuBackend final : public EngineBackend {
     *Memory(slot) = s.memory;
     std::memcpy(MemoryPatterns(slot), s.memory_patterns.data(), s.memory_patterns.size() * sizeof(float));
     PoolMemoryChannels(Field(pool_.current_buffer(slot)), config_.shape, Pooled(slot));
+    last_recall_[size_t(slot)].valid = false;
     return absl::OkStatus();
   }
 
@@ -215,6 +218,7 @@ class CpuBackend final : public EngineBackend {
   std::vector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
   std::vector<float> memory_planes_;  // per batch row and x plane: the pass's memory plane sums
   std::vector<float> pooled_;  // per slot: the coarse memory channels of its current field
+  std::vector<RecallCosines> last_recall_;  // per slot
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
   std::string device_;
   StageTimingSink* sink_ = nullptr;

@@ -48,15 +48,14 @@ void PoolMemoryChannels(const float* field, const FieldShape& shape, float* pool
 
 void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, float* memory_patterns,
                 const float* pooled_memory, const FieldShape& shape, const float* sensors, float reward,
-                float* slot_pattern) {
+                float* slot_pattern, RecallCosines& last_recall) {
   const int64_t pattern_floats = int64_t(shape.memory()) * shape.coarse_voxels();
-  float cos[kMemoryEntries];
   float key[kKeyBins][2];
 
   state.memory_written = -1;
   if (const float valence = model::memory_write_valence(state, reward); valence != 0.0f) {
-    KeyCosines(state.key_prev, bank, cos);
-    const int entry = model::memory_pick_entry(bank, cos);
+    if (!last_recall.valid) KeyCosines(state.key_prev, bank, last_recall.cos);
+    const int entry = model::memory_pick_entry(bank, last_recall.cos);
     model::memory_note_write(bank, state, entry, valence);
     for (int k = 0; k < kKeyBins; ++k) {
       bank.key[entry][k][0] = state.key_prev[k][0];
@@ -71,8 +70,9 @@ void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, 
     key[k][0] *= inv;
     key[k][1] *= inv;
   }
-  KeyCosines(key, bank, cos);
-  model::memory_recall(bank, cos, state);
+  KeyCosines(key, bank, last_recall.cos);
+  model::memory_recall(bank, last_recall.cos, state);
+  last_recall.valid = true;
   if (state.pattern_active)
     for (int64_t at = 0; at < pattern_floats; ++at)
       slot_pattern[at] = model::recalled_pattern_value(bank, state, memory_patterns, pattern_floats, at);

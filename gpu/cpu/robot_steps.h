@@ -12,14 +12,23 @@ namespace fieldbrain::cpu {
 // reward means and the novelty that frustration and boredom come from.
 void OpenCycle(const RobotParams& params, RobotState& state, const float* sensors, float reward, float* errors);
 
+// cos(state.key_prev, bank.key[j]) of every entry, as a robot's last recall computed them: its
+// next write asks for exactly these, and nothing but MemoryStep changes the key or the bank in
+// between. Whoever replaces a robot's state or bank (a new brain, a restore) clears `valid`.
+struct RecallCosines {
+  bool valid = false;
+  float cos[kMemoryEntries] = {};
+};
+
 // The pattern memory (gpu/model/memory_math.h), between step 1 and the field pass: the write of
 // last cycle's context when this frame's reward or error calls for one (its pattern:
 // `pooled_memory`, the coarse memory channels of F_t), this frame's context key, the recall, and
 // the recalled pattern P into `slot_pattern` for the field pass to sample. `memory_patterns`
-// holds the entries' stored patterns.
+// holds the entries' stored patterns; `last_recall` is read for the write and left as this
+// recall's.
 void MemoryStep(const RobotParams& params, RobotState& state, MemoryBank& bank, float* memory_patterns,
                 const float* pooled_memory, const FieldShape& shape, const float* sensors, float reward,
-                float* slot_pattern);
+                float* slot_pattern, RecallCosines& last_recall);
 
 // model::coarse_memory_value at every cell of every memory channel of `field` (the pass over the
 // field does this as it goes; this is for a field that no pass has written: new or restored).

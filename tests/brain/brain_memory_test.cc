@@ -180,5 +180,37 @@ TEST(BrainMemory, SnapshotAndRestoreCarryTheMemory) {
   }
 }
 
+// A brain restored over itself after it ran on writes where it wrote the first time. Context C is
+// stored before the snapshot, which is taken after an unrelated context R; the brain then dwells
+// on C, so its last recall finds C's entry at cos ~1. Back at the snapshot the next write is for
+// R, which matches nothing stored: it must take a free entry, not C's (what the cosines of the
+// abandoned future would say).
+TEST(BrainMemory, ARestoredBrainWritesAsItDidFromTheSnapshot) {
+  const auto contexts = Contexts(8, 12);
+  const std::vector<float>& c = contexts[0];
+  BrainRig rig(FieldShape::Tiny(), 1, 1);
+  const int r = rig.Add(BrainSpec{12, kSensors, 4, true});
+  for (int t = 0; t < 4; ++t) rig.Step1(r, contexts[size_t(1 + t)], 0.5f);
+  for (int t = 0; t < 3; ++t) rig.Step1(r, c, 0.5f);
+  rig.Step1(r, contexts[5], 0.5f);  // R
+  const BrainSnapshot at_r = *rig.engine().Snapshot(rig.slot(r));
+
+  auto run_on = [&] {
+    std::vector<int> written;
+    for (int t = 0; t < 4; ++t) {
+      rig.Step1(r, c, 0.5f);
+      written.push_back(StateOf(rig, r).memory_written);
+    }
+    return written;
+  };
+  const std::vector<int> first = run_on();
+  const BrainSnapshot after_first = *rig.engine().Snapshot(rig.slot(r));
+  ASSERT_TRUE(rig.engine().Restore(rig.slot(r), at_r).ok());
+  const std::vector<int> again = run_on();
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first[0], first[1]) << "R's write went to C's entry: the test lost its point";
+  EXPECT_TRUE(rig.engine().Snapshot(rig.slot(r))->memory_patterns == after_first.memory_patterns);
+}
+
 }  // namespace
 }  // namespace fieldbrain::testing
