@@ -197,7 +197,10 @@ template <bool kYBorders>
 // Content channel: F' + imprint + coupling over slab voxels [begin, end), and its share of A_g
 // of the new field. This and MemoryRun stay out of line: inlined into their callers, GCC
 // no longer vectorises them. (Their stencil arguments are separate __restrict parameters, not a
-// Stencil: GCC does not trust restrict on members.)
+// Stencil: GCC does not trust restrict on members.) Both take the evolve core in three loops over
+// chunks of kChunk voxels, its argument from the stencil, its tanh, then the rest: as one loop, an
+// iteration's chain of dependent operations was longer than a 128-bit machine's window could hide
+// (docs/decisions.md, "The evolve core in three loops"; chunks of 32 and 128 measured slower).
 constexpr int kChunk = 64;
 template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
