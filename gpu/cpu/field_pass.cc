@@ -316,7 +316,7 @@ void CellColumns(const float* __restrict rows, int Z, float* __restrict columns)
 
 // One dynamics channel of quarter Q over a slab; Q is a template argument so the quarter's
 // branch folds away and the loop vectorises.
-template <int Q>
+template <DynamicsQuarter Q>
 void DynamicsSlab(const float* __restrict f, const float* __restrict a_abs, const float* __restrict a_sum,
                    const float* __restrict a_sq, const float* __restrict a_quiet, int per_r, float* __restrict dst,
                    int n) {
@@ -456,8 +456,10 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     QuarterActivity(slab(F, r, x0), q * channel_floats, content / q, s.terms(kActAbs + r), s.terms(kActSum + r),
                     s.terms(kActSq + r), s.terms(kActQuiet + r), n);
   for (int r = 0; r < q; ++r)
-    VoxelRates(slab(F, sh.dyn_channel(0, r), x0), slab(F, sh.dyn_channel(1, r), x0), slab(F, sh.dyn_channel(3, r), x0),
-               s.terms(kGain + r), s.terms(kRate + r), s.terms(kEta + r), n);
+    VoxelRates(slab(F, sh.dyn_channel(DynamicsQuarter::kRetention, r), x0),
+               slab(F, sh.dyn_channel(DynamicsQuarter::kDiffusion, r), x0),
+               slab(F, sh.dyn_channel(DynamicsQuarter::kPlasticity, r), x0), s.terms(kGain + r), s.terms(kRate + r),
+               s.terms(kEta + r), n);
 
   // Memory channels, which also sum F_t's memory channels for the coupling. Each channel's plane
   // of the next slab is first read as a stencil's x + 1 neighbour, so the stencils ask for the
@@ -492,7 +494,7 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
       }
   }
   MemoryTanh(mem_sum, inv_mem, n);
-  for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(2, r), x0), mem_sum, s.terms(kCoupling + r), n);
+  for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(DynamicsQuarter::kCoupling, r), x0), mem_sum, s.terms(kCoupling + r), n);
 
   // Content channels: F' + imprint + coupling, and A_g of the new field as they are written.
   s.imprint_.Prepare(p, x0, planes);
@@ -517,12 +519,16 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     const float *a_abs = s.terms(kActAbs + r), *a_sum = s.terms(kActSum + r), *a_sq = s.terms(kActSq + r),
                 *a_quiet = s.terms(kActQuiet + r);
     InPieces(0, n, ahead, [&](int b, int e) {
-      const int m = e - b;
-      switch (d / q) {
-        case 0: DynamicsSlab<0>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
-        case 1: DynamicsSlab<1>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
-        case 2: DynamicsSlab<2>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
-        default: DynamicsSlab<3>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, m); break;
+      auto dynamics = [&](auto quarter) {
+        DynamicsSlab<decltype(quarter)::value>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b,
+                                               e - b);
+      };
+      using Q = DynamicsQuarter;
+      switch (sh.quarter_of(d)) {
+        case Q::kRetention: dynamics(std::integral_constant<Q, Q::kRetention>{}); break;
+        case Q::kDiffusion: dynamics(std::integral_constant<Q, Q::kDiffusion>{}); break;
+        case Q::kCoupling: dynamics(std::integral_constant<Q, Q::kCoupling>{}); break;
+        case Q::kPlasticity: dynamics(std::integral_constant<Q, Q::kPlasticity>{}); break;
       }
     });
   }

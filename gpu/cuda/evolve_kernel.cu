@@ -132,28 +132,28 @@ FB_KERNEL(EvolveKernel, kMaxEvolveThreads, const CycleArgs a) {
       }
       Store(gm, m);
     }
-    Quad d[4];
+    Quad d[kDynamicsQuarters];
 #pragma unroll
-    for (int quarter = 0; quarter < 4; ++quarter) d[quarter] = LoadGlobal(F + voxel(sh.dyn_channel(quarter, r)));
-    Quad lam, diff, eta, coupling, d_next[4];
+    for (int quarter = 0; quarter < kDynamicsQuarters; ++quarter) d[quarter] = LoadGlobal(F + voxel(sh.dyn_channel(DynamicsQuarter(quarter), r)));
+    Quad lam, diff, eta, coupling, d_next[kDynamicsQuarters];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      lam.v[e] = model::retention_rate(d[0].v[e]);
-      diff.v[e] = model::diffusion_rate(d[1].v[e]);
-      eta.v[e] = model::plasticity_gain(d[3].v[e]);
-      coupling.v[e] = model::memory_coupling(d[2].v[e], mem_sum.v[e] * inv_mem);
+      lam.v[e] = model::retention_rate(d[int(DynamicsQuarter::kRetention)].v[e]);
+      diff.v[e] = model::diffusion_rate(d[int(DynamicsQuarter::kDiffusion)].v[e]);
+      eta.v[e] = model::plasticity_gain(d[int(DynamicsQuarter::kPlasticity)].v[e]);
+      coupling.v[e] = model::memory_coupling(d[int(DynamicsQuarter::kCoupling)].v[e], mem_sum.v[e] * inv_mem);
       const model::LocalActivity act =
           model::local_activity(a_abs.v[e], a_sum.v[e], a_sq.v[e], a_quiet.v[e], per_r);
 #pragma unroll
-      for (int quarter = 0; quarter < 4; ++quarter)
-        d_next[quarter].v[e] = model::dynamics_next(d[quarter].v[e], model::dynamics_target(quarter, act));
+      for (int quarter = 0; quarter < kDynamicsQuarters; ++quarter)
+        d_next[quarter].v[e] = model::dynamics_next(d[quarter].v[e], model::dynamics_target(DynamicsQuarter(quarter), act));
     }
     Store(rate(kLam, r) + v0, lam);
     Store(rate(kDiff, r) + v0, diff);
     Store(rate(kEta, r) + v0, eta);
     Store(rate(kCoupling, r) + v0, coupling);
 #pragma unroll
-    for (int quarter = 0; quarter < 4; ++quarter) Store(out + voxel(sh.dyn_channel(quarter, r)), d_next[quarter]);
+    for (int quarter = 0; quarter < kDynamicsQuarters; ++quarter) Store(out + voxel(sh.dyn_channel(DynamicsQuarter(quarter), r)), d_next[quarter]);
   }
   for (int g = 0; g < kContentGroups; ++g) {
     float* gm = group_mean + g * V + v0;

@@ -13,7 +13,7 @@ namespace fieldbrain::model {
 
 FB_HD float initial_field_value(uint64_t seed, const FieldShape& s, int64_t i) {
   const int c = int(i / s.voxels());
-  if (c >= s.dynamics_begin()) return dynamics_rest((c - s.dynamics_begin()) / s.quarter());
+  if (c >= s.dynamics_begin()) return dynamics_rest(s.quarter_of(c - s.dynamics_begin()));
   return kInitialSpread * normal_draw(seed, Domain::kField, uint64_t(i), 0);
 }
 

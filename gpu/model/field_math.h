@@ -140,22 +140,24 @@ FB_HD LocalActivity local_activity(float sum_abs, float sum, float sum_sq, float
 FB_HD bool is_quiet(float f) { return fabsf(f) < 0.1f; }
 
 // Resting value of a dynamics quarter: retention starts (and rests) at 2, the others at 0.
-FB_HD float dynamics_rest(int quarter) { return quarter == 0 ? 2.0f : 0.0f; }
+FB_HD float dynamics_rest(DynamicsQuarter quarter) { return quarter == DynamicsQuarter::kRetention ? 2.0f : 0.0f; }
 
 // U for quarter q: the rest value moved by at most 0.3 by the local activity. Retention rises
 // where the voxel is quiet, diffusion rises with variance, coupling with activity, plasticity
 // with sparsity (quiet voxels learn faster). Mean |F| is within kFieldBound and sparsity within
 // [0, 1], so their arguments stay within 4 (kFieldBound + 0.3) and take the tanh without its
 // clamp; the variance's (up to 8 kFieldBound^2) keeps it.
-FB_HD float dynamics_target(int quarter, const LocalActivity& a) {
+FB_HD float dynamics_target(DynamicsQuarter quarter, const LocalActivity& a) {
   constexpr float kStrength = 0.3f;
   static_assert(4.0f * (kFieldBound + 0.3f) < kTanhSaturation, "the activity's tanh would need its clamp");
   switch (quarter) {
-    case 0: return dynamics_rest(0) + kStrength * tanh_within_saturation(4.0f * (0.3f - a.mean_abs));
-    case 1: return kStrength * fast_tanh(8.0f * (a.variance - 0.05f));
-    case 2: return kStrength * tanh_within_saturation(4.0f * (a.mean_abs - 0.2f));
-    default: return kStrength * tanh_within_saturation(4.0f * (a.sparsity - 0.5f));
+    case DynamicsQuarter::kRetention:
+      return dynamics_rest(quarter) + kStrength * tanh_within_saturation(4.0f * (0.3f - a.mean_abs));
+    case DynamicsQuarter::kDiffusion: return kStrength * fast_tanh(8.0f * (a.variance - 0.05f));
+    case DynamicsQuarter::kCoupling: return kStrength * tanh_within_saturation(4.0f * (a.mean_abs - 0.2f));
+    case DynamicsQuarter::kPlasticity: return kStrength * tanh_within_saturation(4.0f * (a.sparsity - 0.5f));
   }
+  __builtin_unreachable();  // every quarter is a case above
 }
 
 // D <- 0.95 D + 0.05 U, within +-5.

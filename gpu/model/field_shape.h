@@ -18,6 +18,10 @@ inline constexpr int kPoolCells = 4;  // phi pools each group to 4x4x4
 inline constexpr int kPoolBlocks = kPoolCells * kPoolCells * kPoolCells;
 inline constexpr int kFeatures = kContentGroups * kPoolBlocks;  // P = 256
 
+// The four quarters of the dynamics channels, in channel order (DESIGN.md section 4).
+enum class DynamicsQuarter : int { kRetention = 0, kDiffusion = 1, kCoupling = 2, kPlasticity = 3 };
+inline constexpr int kDynamicsQuarters = 4;
+
 struct FieldShape {
   int channels = 64;
   int nx = 32, ny = 32, nz = 32;
@@ -37,11 +41,12 @@ struct FieldShape {
   FB_HD_CONST int64_t index(int c, int x, int y, int z) const {
     return ((int64_t(c) * nx + x) * ny + y) * nz + z;
   }
-  // Which dynamics channel governs content/memory channel ch, per quarter q (0 retention,
-  // 1 diffusion, 2 coupling, 3 plasticity).
-  FB_HD_CONST int dyn_channel(int q, int ch) const {
-    return dynamics_begin() + q * quarter() + ch % quarter();
+  // Which dynamics channel of quarter q governs content/memory channel ch.
+  FB_HD_CONST int dyn_channel(DynamicsQuarter q, int ch) const {
+    return dynamics_begin() + int(q) * quarter() + ch % quarter();
   }
+  // The quarter dynamics channel d (counted from dynamics_begin()) belongs to.
+  FB_HD_CONST DynamicsQuarter quarter_of(int d) const { return DynamicsQuarter(d / quarter()); }
   // Valid: channels a multiple of 16 up to 64, each side a multiple of 4 and at least 8.
   constexpr bool valid() const {
     return channels >= 16 && channels <= 2 * kMaxContentChannels && channels % 16 == 0 &&

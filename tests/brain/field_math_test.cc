@@ -177,9 +177,9 @@ TEST(FieldMath, UnclampedFormsStayInTheirFitsRangeWithinTheFieldsBounds) {
     if (!same_bits(dynamics_sigmoid(d), fast_sigmoid(d))) ++mismatches;
     const float mean_abs = kFieldBound * float(i) / 3000.0f, sparsity = float(i) / 3000.0f;
     const LocalActivity a{mean_abs, mean_abs * mean_abs, sparsity};
-    if (!same_bits(dynamics_target(0, a), dynamics_rest(0) + 0.3f * fast_tanh(4.0f * (0.3f - mean_abs)))) ++mismatches;
-    if (!same_bits(dynamics_target(2, a), 0.3f * fast_tanh(4.0f * (mean_abs - 0.2f)))) ++mismatches;
-    if (!same_bits(dynamics_target(3, a), 0.3f * fast_tanh(4.0f * (sparsity - 0.5f)))) ++mismatches;
+    if (!same_bits(dynamics_target(DynamicsQuarter::kRetention, a), dynamics_rest(DynamicsQuarter::kRetention) + 0.3f * fast_tanh(4.0f * (0.3f - mean_abs)))) ++mismatches;
+    if (!same_bits(dynamics_target(DynamicsQuarter::kCoupling, a), 0.3f * fast_tanh(4.0f * (mean_abs - 0.2f)))) ++mismatches;
+    if (!same_bits(dynamics_target(DynamicsQuarter::kPlasticity, a), 0.3f * fast_tanh(4.0f * (sparsity - 0.5f)))) ++mismatches;
   }
   EXPECT_EQ(mismatches, 0);
   EXPECT_LT(worst_memory_error, 2.4e-7);
@@ -192,7 +192,8 @@ TEST(FieldMath, UpdatesStayWithinTheirBounds) {
         EXPECT_LE(std::fabs(content_next(core, imprint, coupling)), kFieldBound);
         EXPECT_LE(std::fabs(memory_next(core, imprint, coupling)), kFieldBound);
       }
-  for (int q = 0; q < 4; ++q)
+  for (DynamicsQuarter q : {DynamicsQuarter::kRetention, DynamicsQuarter::kDiffusion, DynamicsQuarter::kCoupling,
+                            DynamicsQuarter::kPlasticity})
     for (float a : {0.0f, 0.3f, 1.5f}) {
       const LocalActivity act{a, a * a, 1.0f - a / 1.5f};
       EXPECT_LE(std::fabs(dynamics_target(q, act) - dynamics_rest(q)), 0.3f + 1e-6f);
