@@ -200,8 +200,20 @@ template <bool kYBorders>
 // Stencil: GCC does not trust restrict on members.) Both take the evolve core in three loops over
 // chunks of kChunk voxels, its argument from the stencil, its tanh, then the rest: as one loop, an
 // iteration's chain of dependent operations was longer than a 128-bit machine's window could hide
-// (docs/decisions.md, "The evolve core in three loops"; chunks of 32 and 128 measured slower).
-constexpr int kChunk = 64;
+// (docs/decisions.md, "The evolve core in three loops"). A chunk is a default field's row: the runs
+// between its padded rows then hold whole chunks only.
+constexpr int kChunk = 32;
+
+// fn(b, count) over [begin, end) in chunks of kChunk voxels and a shorter last one. A whole chunk's
+// count is a compile-time constant, so its loops run straight through; with the count known only
+// at run time GCC checked it after every vector of each loop (docs/decisions.md, "Chunks of a
+// count the compiler knows").
+template <typename Fn>
+[[gnu::always_inline]] inline void InChunks(int begin, int end, Fn fn) {
+  int b = begin;
+  for (; b + kChunk <= end; b += kChunk) fn(b, std::integral_constant<int, kChunk>{});
+  if (b < end) fn(b, end - b);
+}
 template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                   const int* __restrict z_first, const int* __restrict z_last,
@@ -210,9 +222,9 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
                                   const float* __restrict s_field, const float* __restrict e_field,
                                   const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
                                   float* __restrict new_group, int begin, int end) {
-  float argument[kChunk];
-  for (int b = begin; b < end; b += kChunk) {
-    const int m = std::min(kChunk, end - b);
+  auto chunk = [&](int b, auto count) {
+    const int m = count;
+    float argument[kChunk];
     for (int i = 0; i < m; ++i)
       argument[i] = ArgumentAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, b + i);
     for (int i = 0; i < m; ++i) argument[i] = model::evolve_core_of(argument[i]);
@@ -222,7 +234,8 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
       dst[v] = model::content_next(argument[i], imprint, cou[v]);
       new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + dst[v];
     }
-  }
+  };
+  InChunks(begin, end, chunk);
 }
 
 template <bool kFirstOfGroup, bool kYBorders>
@@ -255,9 +268,9 @@ template <bool kPattern, bool kFirstMemory, bool kYBorders>
                                  const float* __restrict gain, const float* __restrict rate,
                                  const float* __restrict group_mean, const float* __restrict pattern,
                                  float* __restrict mem_sum, float* __restrict dst, int begin, int end) {
-  float argument[kChunk];
-  for (int b = begin; b < end; b += kChunk) {
-    const int m = std::min(kChunk, end - b);
+  auto chunk = [&](int b, auto count) {
+    const int m = count;
+    float argument[kChunk];
     for (int i = 0; i < m; ++i) {
       const int v = b + i;
       mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
@@ -268,7 +281,8 @@ template <bool kPattern, bool kFirstMemory, bool kYBorders>
       const int v = b + i;
       dst[v] = model::memory_next(argument[i], group_mean[v], kPattern ? pattern[v] : 0.0f);
     }
-  }
+  };
+  InChunks(begin, end, chunk);
 }
 
 template <bool kYBorders>
