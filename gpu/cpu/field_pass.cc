@@ -178,14 +178,37 @@ void BySource(const Stencil& st, int n, int begin, int end, Fn fn) {
   if (b < end) fn(st.c, b, end);
 }
 
-template <bool kYBorders>
+// Rows of kRow voxels (the field's nz, as a compile-time constant; 0: nz known at run time only).
+// With it, the loops below know which lanes of a chunk lie on a z border (a chunk starts a row
+// and holds whole rows: runs start at row boundaries, and kChunk is a multiple of kRow), so they
+// choose the border voxels by lane, with constant masks on the vectors that hold them, not by
+// loading z_first and z_last for every voxel.
+// Only a slab of one plane takes it: a slab of several has planes of up to 128 voxels, and rows
+// shorter than a chunk gained nothing from it.
+template <bool kYBorders, typename Fn>
+void WithRowLength(int nz, Fn fn) {
+  if constexpr (!kYBorders)
+    if (nz == 32) return fn(std::integral_constant<int, 32>{});
+  fn(std::integral_constant<int, 0>{});
+}
+
+// The evolve core's argument at slab voxel v, the i-th of its chunk.
+template <bool kYBorders, int kRow>
 [[gnu::always_inline]] inline float ArgumentAt(const float* __restrict c, const float* __restrict xm,
                                            const float* __restrict xp, const int* __restrict z_first,
                                            const int* __restrict z_last, const int* __restrict y_first,
                                            const int* __restrict y_last, int pitch, const float* __restrict gain,
-                                           const float* __restrict rate, int v) {
+                                           const float* __restrict rate, int v, int i) {
   const float left = c[v - 1], right = c[v + 1];  // loaded always: the padding makes both safe
-  const float zm = z_first[v] ? c[v] : left, zp = z_last[v] ? c[v] : right;
+  float zm = left, zp = right;
+  if constexpr (kRow > 0) {
+    if (i % kRow == 0) zm = c[v];
+    if (i % kRow == kRow - 1) zp = c[v];
+  } else {
+    zm = z_first[v] ? c[v] : left;
+    zp = z_last[v] ? c[v] : right;
+  }
+  if constexpr (kRow > 0) pitch = kRow;
   float ym = c[v - pitch], yp = c[v + pitch];
   if constexpr (kYBorders) {
     ym = y_first[v] ? c[v] : ym;
@@ -214,7 +237,7 @@ template <typename Fn>
   for (; b + kChunk <= end; b += kChunk) fn(b, std::integral_constant<int, kChunk>{});
   if (b < end) fn(b, end - b);
 }
-template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
+template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                   const int* __restrict z_first, const int* __restrict z_last,
                                   const int* __restrict y_first, const int* __restrict y_last, int pitch,
@@ -222,11 +245,12 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders>
                                   const float* __restrict s_field, const float* __restrict e_field,
                                   const float* __restrict eta, const float* __restrict cou, float* __restrict dst,
                                   float* __restrict new_group, int begin, int end) {
+  static_assert(kRow == 0 || (kChunk % kRow == 0 && kPiece % kRow == 0), "a chunk would not start a row");
   auto chunk = [&](int b, auto count) {
     const int m = count;
     float argument[kChunk];
     for (int i = 0; i < m; ++i)
-      argument[i] = ArgumentAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, b + i);
+      argument[i] = ArgumentAt<kYBorders, kRow>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, b + i, i);
     for (int i = 0; i < m; ++i) argument[i] = model::evolve_core_of(argument[i]);
     for (int i = 0; i < m; ++i) {
       const int v = b + i;
@@ -244,9 +268,11 @@ void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gai
   auto run = [&](auto with_imprint, int begin, int end) {
     InPieces(begin, end, st.ahead, [&](int piece_begin, int piece_end) {
       BySource(st, n, piece_begin, piece_end, [&](const float* c, int b, int e) {
-        ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders>(
-            c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
-            imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
+        WithRowLength<kYBorders>(st.pitch, [&](auto row) {
+          ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders, decltype(row)::value>(
+              c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
+              imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
+        });
       });
     });
   };
@@ -261,20 +287,21 @@ void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gai
 
 // Memory channel j: 0.9 F' + 0.05 mean(G) + 0.1 P over the slab, and F_t's memory channels summed
 // for the coupling.
-template <bool kPattern, bool kFirstMemory, bool kYBorders>
+template <bool kPattern, bool kFirstMemory, bool kYBorders, int kRow>
 [[gnu::noinline]] void MemoryRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                  const int* __restrict z_first, const int* __restrict z_last,
                                  const int* __restrict y_first, const int* __restrict y_last, int pitch,
                                  const float* __restrict gain, const float* __restrict rate,
                                  const float* __restrict group_mean, const float* __restrict pattern,
                                  float* __restrict mem_sum, float* __restrict dst, int begin, int end) {
+  static_assert(kRow == 0 || (kChunk % kRow == 0 && kPiece % kRow == 0), "a chunk would not start a row");
   auto chunk = [&](int b, auto count) {
     const int m = count;
     float argument[kChunk];
     for (int i = 0; i < m; ++i) {
       const int v = b + i;
       mem_sum[v] = (kFirstMemory ? 0.0f : mem_sum[v]) + c[v];
-      argument[i] = ArgumentAt<kYBorders>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v);
+      argument[i] = ArgumentAt<kYBorders, kRow>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, v, i);
     }
     for (int i = 0; i < m; ++i) argument[i] = model::evolve_core_of(argument[i]);
     for (int i = 0; i < m; ++i) {
@@ -291,9 +318,11 @@ void MemorySlab(const Stencil& st, bool pattern_active, bool first, const float*
   auto run = [&](auto with_pattern, auto first_memory) {
     InPieces(0, n, st.ahead, [&](int piece_begin, int piece_end) {
       BySource(st, n, piece_begin, piece_end, [&](const float* c, int begin, int end) {
-        MemoryRun<decltype(with_pattern)::value, decltype(first_memory)::value, kYBorders>(
-            c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, group_mean,
-            pattern, mem_sum, dst, begin, end);
+        WithRowLength<kYBorders>(st.pitch, [&](auto row) {
+          MemoryRun<decltype(with_pattern)::value, decltype(first_memory)::value, kYBorders, decltype(row)::value>(
+              c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate, group_mean,
+              pattern, mem_sum, dst, begin, end);
+        });
       });
     });
   };
