@@ -183,10 +183,12 @@ void BySource(const Stencil& st, int n, int begin, int end, Fn fn) {
 // and holds whole rows: runs start at row boundaries, and kChunk is a multiple of kRow), so they
 // choose the border voxels by lane, with constant masks on the vectors that hold them, not by
 // loading z_first and z_last for every voxel.
-// Only a slab of one plane takes it: a slab of several has planes of up to 128 voxels, and rows
-// shorter than a chunk gained nothing from it.
+// The tiny, small and default fields' rows are known; 32 only in a slab of one plane, since a slab
+// of several has planes of up to 128 voxels (SlabPlanes), so rows of 16 at most.
 template <bool kYBorders, typename Fn>
 void WithRowLength(int nz, Fn fn) {
+  if (nz == 8) return fn(std::integral_constant<int, 8>{});
+  if (nz == 16) return fn(std::integral_constant<int, 16>{});
   if constexpr (!kYBorders)
     if (nz == 32) return fn(std::integral_constant<int, 32>{});
   fn(std::integral_constant<int, 0>{});
