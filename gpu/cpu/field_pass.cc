@@ -210,8 +210,8 @@ template <bool kYBorders, int kRow>
     zm = z_first[v] ? c[v] : left;
     zp = z_last[v] ? c[v] : right;
   }
-  if constexpr (kRow > 0) pitch = kRow;
-  float ym = c[v - pitch], yp = c[v + pitch];
+  const int row = kRow > 0 ? kRow : pitch;  // pitch is nz
+  float ym = c[v - row], yp = c[v + row];
   if constexpr (kYBorders) {
     ym = y_first[v] ? c[v] : ym;
     yp = y_last[v] ? c[v] : yp;
@@ -239,6 +239,7 @@ template <typename Fn>
   for (; b + kChunk <= end; b += kChunk) fn(b, std::integral_constant<int, kChunk>{});
   if (b < end) fn(b, end - b);
 }
+
 template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                   const int* __restrict z_first, const int* __restrict z_last,
