@@ -126,6 +126,7 @@ float* PadPlanes(const float* src, int x0, int planes, int nx, int YZ, float* pa
 // Asks the cache for `floats` floats at `p`, a line at a time.
 void Prefetch(const float* p, int floats) {
   constexpr int kLineFloats = 16;
+#pragma GCC unroll 8
   for (int i = 0; i < floats; i += kLineFloats) __builtin_prefetch(p + i);
 }
 
@@ -341,10 +342,10 @@ void LerpRun(const float* __restrict a, const float* __restrict b, float w, floa
 }
 
 // pattern_sample's y lerp over a whole plane: each row between its two nearest rows of `px` (the
-// x-lerped coarse rows, Z values each).
-void LerpRows(const float* __restrict px, int Y, int Z, float* __restrict out) {
+// x-lerped coarse rows, Z values each), `axes` the rows' pattern_axis.
+void LerpRows(const float* __restrict px, const model::PatternAxis* axes, int Y, int Z, float* __restrict out) {
   for (int y = 0; y < Y; ++y) {
-    const model::PatternAxis ay = model::pattern_axis(y, Y / 4);
+    const model::PatternAxis ay = axes[y];
     const float* a = px + ay.i0 * Z;
     const float* b = px + ay.i1 * Z;
     for (int z = 0; z < Z; ++z) out[y * Z + z] = model::pattern_lerp(a[z], b[z], ay.w);
@@ -397,6 +398,7 @@ SlabScratch::SlabScratch(const FieldShape& shape, int planes)
       y_first_(planes > 1 ? slab_ : 0),  // a slab of one plane has its y borders in its padding
       y_last_(planes > 1 ? slab_ : 0),
       pattern_x_(size_t(shape.ny / 4) * shape.nz),
+      y_axes_(size_t(shape.ny)),
       columns_(shape.nz),
       imprint_(shape, planes) {
   for (int v = 0; v < slab_; ++v) {
@@ -407,6 +409,7 @@ SlabScratch::SlabScratch(const FieldShape& shape, int planes)
     y_first_[v] = y == 0;
     y_last_[v] = y == shape.ny - 1;
   }
+  for (int y = 0; y < shape.ny; ++y) y_axes_[size_t(y)] = model::pattern_axis(y, shape.ny / 4);
 }
 
 void UpsamplePatternZ(const float* coarse, const FieldShape& sh, float* out) {
@@ -522,7 +525,7 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
       for (int t = 0; t < planes; ++t) {
         const PatternAxis ax = pattern_axis(x0 + t, sh.nx / 4);
         LerpRun(pz + ax.i0 * coarse_plane, pz + ax.i1 * coarse_plane, ax.w, s.pattern_x_.data(), coarse_plane);
-        LerpRows(s.pattern_x_.data(), Y, Z, pattern + t * YZ);
+        LerpRows(s.pattern_x_.data(), s.y_axes_.data(), Y, Z, pattern + t * YZ);
       }
     }
     float* dst = out + sh.index(ch, x0, 0, 0);

@@ -70,6 +70,7 @@ class SlabScratch {
   std::vector<int> z_first_, z_last_;  // per slab voxel: whether z is 0 / nz - 1
   std::vector<int> y_first_, y_last_;  // per slab voxel of a slab of several planes: whether y is 0 / ny - 1
   std::vector<float> pattern_x_;  // one channel's recalled pattern at one plane's x: [ny/4][nz]
+  std::vector<model::PatternAxis> y_axes_;  // model::pattern_axis of every y
   std::vector<float> columns_;    // one coarse y cell's memory rows summed: nz floats
   SlabImprint imprint_;
 };
