@@ -67,7 +67,9 @@ class SlabScratch {
   // ones read from the field), a slab of several the planes on either side, replicated at the
   // field's x borders (its x neighbours plain loads, y and z chosen at the borders).
   std::vector<float> padded_;
-  std::vector<int> z_first_, z_last_;  // per slab voxel: whether z is 0 / nz - 1
+  // Per slab voxel: whether z is 0 / nz - 1; read only for row lengths the runs do not know at
+  // compile time (other than 8, 16 and 32: field_pass.cc, WithRowLength).
+  std::vector<int> z_first_, z_last_;
   std::vector<int> y_first_, y_last_;  // per slab voxel of a slab of several planes: whether y is 0 / ny - 1
   std::vector<float> pattern_x_;  // one channel's recalled pattern at one plane's x: [ny/4][nz]
   std::vector<model::PatternAxis> y_axes_;  // model::pattern_axis of every y
