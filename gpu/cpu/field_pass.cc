@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "gpu/cpu/streaming_store.h"
 #include "gpu/model/field_math.h"
 
 namespace fieldbrain::cpu {
@@ -242,7 +243,7 @@ template <typename Fn>
   if (b < end) fn(b, end - b);
 }
 
-template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow>
+template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow, bool kStream>
 [[gnu::noinline]] void ContentRun(const float* __restrict c, const float* __restrict xm, const float* __restrict xp,
                                   const int* __restrict z_first, const int* __restrict z_last,
                                   const int* __restrict y_first, const int* __restrict y_last, int pitch,
@@ -257,6 +258,19 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow>
     for (int i = 0; i < m; ++i)
       argument[i] = ArgumentAt<kYBorders, kRow>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, b + i, i);
     for (int i = 0; i < m; ++i) argument[i] = model::evolve_core_of(argument[i]);
+    if constexpr (kStream && std::is_same_v<decltype(count), std::integral_constant<int, kChunk>>) {
+      if (StreamAligned(dst + b)) {  // rows of 16 floats or more start lines; shorter ones may not
+        float next[kChunk];
+        for (int i = 0; i < kChunk; ++i) {
+          const int v = b + i;
+          const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
+          next[i] = model::content_next(argument[i], imprint, cou[v]);
+          new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + next[i];
+        }
+        StreamFloats<kChunk>(dst + b, next);
+        return;
+      }
+    }
     for (int i = 0; i < m; ++i) {
       const int v = b + i;
       const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
@@ -269,14 +283,17 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow>
 
 template <bool kFirstOfGroup, bool kYBorders>
 void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gain, const float* rate,
-                 const float* eta, const float* cou, float* dst, float* new_group, int n) {
+                 const float* eta, const float* cou, bool stream, float* dst, float* new_group, int n) {
   auto run = [&](auto with_imprint, int begin, int end) {
     InPieces(begin, end, st.ahead, [&](int piece_begin, int piece_end) {
       BySource(st, n, piece_begin, piece_end, [&](const float* c, int b, int e) {
         WithRowLength<kYBorders>(st.pitch, [&](auto row) {
-          ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders, decltype(row)::value>(
-              c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
-              imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
+          constexpr bool kImprint = decltype(with_imprint)::value;
+          constexpr int kRow = decltype(row)::value;
+          auto content_run = stream ? ContentRun<kImprint, kFirstOfGroup, kYBorders, kRow, true>
+                                    : ContentRun<kImprint, kFirstOfGroup, kYBorders, kRow, false>;
+          content_run(c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
+                      imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
         });
       });
     });
@@ -363,14 +380,26 @@ void CellColumns(const float* __restrict rows, int Z, float* __restrict columns)
 }
 
 // One dynamics channel of quarter Q over a slab; Q is a template argument so the quarter's
-// branch folds away and the loop vectorises.
-template <DynamicsQuarter Q>
+// branch folds away and the loop vectorises. kStream: dst written past the caches, a line at a
+// time where it starts one.
+template <DynamicsQuarter Q, bool kStream>
 void DynamicsSlab(const float* __restrict f, const float* __restrict a_abs, const float* __restrict a_sum,
                    const float* __restrict a_sq, const float* __restrict a_quiet, int per_r, float* __restrict dst,
                    int n) {
-  for (int v = 0; v < n; ++v)
-    dst[v] = model::dynamics_next(
+  auto next = [&](int v) {
+    return model::dynamics_next(
         f[v], model::dynamics_target(Q, model::local_activity(a_abs[v], a_sum[v], a_sq[v], a_quiet[v], per_r)));
+  };
+  int v = 0;
+  if constexpr (kStream) {
+    constexpr int kLine = 16;
+    for (; v + kLine <= n && StreamAligned(dst + v); v += kLine) {
+      float line[kLine];
+      for (int i = 0; i < kLine; ++i) line[i] = next(v + i);
+      StreamFloats<kLine>(dst + v, line);
+    }
+  }
+  for (; v < n; ++v) dst[v] = next(v);
 }
 
 }  // namespace
@@ -513,7 +542,8 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
 
   // Memory channels, which also sum F_t's memory channels for the coupling. Each channel's plane
   // of the next slab is first read as a stencil's x + 1 neighbour, so the stencils ask for the
-  // next channel's ahead (stencil's `next`), and the first's before them.
+  // next channel's ahead (stencil's `next`), and the first's before them. Their new planes are
+  // read back at once for the memory planes, so they are never streamed (SlabJob::stream_out).
   const int memory_end = content + memory;
   if constexpr (!kYBorders) Prefetch(slab(F, content, std::min(x0 + 1, sh.nx - 1)), YZ);
   float* mem_sum = s.terms(kMemSum);
@@ -554,7 +584,7 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     float* new_group = s.terms(kNewGroup + ch / gs);
     auto run = ch % gs == 0 ? ContentSlab<true, kYBorders> : ContentSlab<false, kYBorders>;
     run(stencil(ch, ch + 1 < content ? ch + 1 : -1), s.imprint_, s.terms(kGain + r), s.terms(kRate + r),
-        s.terms(kEta + r), s.terms(kCoupling + r), out + sh.index(ch, x0, 0, 0), new_group, n);
+        s.terms(kEta + r), s.terms(kCoupling + r), job.stream_out, out + sh.index(ch, x0, 0, 0), new_group, n);
   }
 
   // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
@@ -570,8 +600,9 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
                 *a_quiet = s.terms(kActQuiet + r);
     InPieces(0, n, ahead, [&](int b, int e) {
       auto dynamics = [&](auto quarter) {
-        DynamicsSlab<decltype(quarter)::value>(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b,
-                                               e - b);
+        auto slab = job.stream_out ? DynamicsSlab<decltype(quarter)::value, true>
+                                   : DynamicsSlab<decltype(quarter)::value, false>;
+        slab(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, e - b);
       };
       using Q = DynamicsQuarter;
       switch (sh.quarter_of(d)) {
@@ -607,6 +638,7 @@ void EvolveSlab(const SlabJob& job, SlabScratch& s) {
     EvolveSlabOf<false>(job, s);
   else
     EvolveSlabOf<true>(job, s);
+  if (job.stream_out) StreamFence();
 }
 
 }  // namespace fieldbrain::cpu

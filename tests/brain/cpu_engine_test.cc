@@ -72,10 +72,12 @@ TEST(CpuEngine, RobotOutputsDoNotDependOnTheBatch) {
 
 // Robots with different sensor counts (so different imprint sites) in one batch on one thread,
 // which walks them with the same scratch: each computes what it computes alone. On the tiny
-// field a robot's whole field is one slab, whose imprint runs a robot with the same sites reuses.
+// field a robot's whole field is one slab, whose imprint runs a robot with the same sites reuses;
+// on the default field five robots' fields, old and new (80 MiB), outgrow a last-level cache of
+// up to 80 MiB, so the batch writes its new fields past the cache, and one robot alone does not.
 TEST(CpuEngine, RobotsWithDifferentSensorsShareABatchAsIfAlone) {
   const std::vector<int> sensors = {12, 5, 12, 30, 5};
-  for (const FieldShape& shape : {FieldShape::Tiny(), FieldShape::Small()}) {
+  for (const FieldShape& shape : {FieldShape::Tiny(), FieldShape::Small(), FieldShape::Default()}) {
     BrainRig crowd(shape, int(sensors.size()), 1);
     std::vector<std::unique_ptr<BrainRig>> alone;
     std::vector<std::vector<std::vector<float>>> frames;

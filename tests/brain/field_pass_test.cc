@@ -1,14 +1,17 @@
 // The CPU field pass's slabs (gpu/cpu/field_pass.h): on fields with short planes a slab takes
 // several x planes, and it must compute bit for bit what those planes compute one at a time; a
 // slab of one long plane reads its inner rows from the field, not from a padded copy, and must
-// compute what a slab of two planes (a padded copy of everything) computes.
+// compute what a slab of two planes (a padded copy of everything) computes; a pass that writes the
+// new field past the caches (streaming stores) must write what ordinary stores write.
 #include "gpu/cpu/field_pass.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "gpu/cpu/streaming_store.h"
 #include "gpu/model/field_init.h"
 #include "gpu/robot_params.h"
 
@@ -20,33 +23,39 @@ struct PassOutput {
   std::vector<cpu::PlanePool> plane_pools;
 };
 
-// One robot's field pass, in slabs of `planes` planes.
+// One robot's field pass, in slabs of `planes` planes, the new field written into a buffer aligned
+// as the engine's pool aligns its fields (so that a streaming pass streams), then copied out.
 PassOutput Pass(const FieldShape& shape, int planes, const RobotParams& params, const std::vector<float>& field,
                 const std::vector<float>& sensors, const std::vector<float>& errors,
-                const std::vector<float>& pattern_z, bool pattern_active) {
+                const std::vector<float>& pattern_z, bool pattern_active, bool stream_out = false) {
   PassOutput o{std::vector<float>(size_t(shape.floats())),
                std::vector<float>(size_t(shape.nx * cpu::MemoryPlaneFloats(shape))),
                std::vector<cpu::PlanePool>(size_t(shape.nx))};
+  constexpr size_t kAlignFloats = cpu::kStreamAlign / sizeof(float);
+  std::vector<float> out_buffer(size_t(shape.floats()) + kAlignFloats);
+  float* out = out_buffer.data();
+  while (!cpu::StreamAligned(out)) ++out;
   cpu::SlabScratch scratch(shape, planes);
   for (int x = 0; x < shape.nx; x += planes) {
     const cpu::SlabJob job{&shape,          x,
                            planes,          &params,
                            sensors.data(),  errors.data(),
                            field.data(),    pattern_z.data(),
-                           pattern_active,  o.field.data(),
+                           pattern_active,  out,
                            o.memory_planes.data() + x * cpu::MemoryPlaneFloats(shape),
-                           &o.plane_pools[size_t(x)]};
+                           &o.plane_pools[size_t(x)], stream_out};
     cpu::EvolveSlab(job, scratch);
   }
+  std::copy(out, out + shape.floats(), o.field.begin());
   return o;
 }
 
 bool SameBits(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
 
-// The pass of `shape` in slabs of `planes_a` and of `planes_b` planes, bit for bit the same, for
-// 12 sensors and for 64 (which crowd the small fields past the cap on sensors per column), with
-// and without a recalled pattern.
-void ExpectSameBitsInSlabsOf(const FieldShape& shape, int planes_a, int planes_b) {
+// The pass of `shape` in slabs of `planes_a` and of `planes_b` planes (the second streaming its
+// new field where `stream_b`), bit for bit the same, for 12 sensors and for 64 (which crowd the
+// small fields past the cap on sensors per column), with and without a recalled pattern.
+void ExpectSameBitsInSlabsOf(const FieldShape& shape, int planes_a, int planes_b, bool stream_b = false) {
   for (const int sensor_count : {12, 64}) {
     const absl::StatusOr<RobotParams> params = MakeRobotParams(BrainSpec{7, sensor_count, 4, true}, shape);
     ASSERT_TRUE(params.ok()) << params.status();
@@ -62,10 +71,12 @@ void ExpectSameBitsInSlabsOf(const FieldShape& shape, int planes_a, int planes_b
     for (float& v : pattern_z) v = uni(rng);
     for (const bool pattern_active : {false, true}) {
       const PassOutput a = Pass(shape, planes_a, *params, field, sensors, errors, pattern_z, pattern_active);
-      const PassOutput b = Pass(shape, planes_b, *params, field, sensors, errors, pattern_z, pattern_active);
+      const PassOutput b =
+          Pass(shape, planes_b, *params, field, sensors, errors, pattern_z, pattern_active, stream_b);
       const std::string what = std::to_string(shape.nx) + "x" + std::to_string(shape.ny) + "x" +
                                std::to_string(shape.nz) + " in slabs of " + std::to_string(planes_a) + " and " +
-                               std::to_string(planes_b) + ", " + std::to_string(sensor_count) + " sensors, " +
+                               std::to_string(planes_b) + (stream_b ? " streamed" : "") + ", " +
+                               std::to_string(sensor_count) + " sensors, " +
                                (pattern_active ? "a pattern recalled" : "no pattern");
       EXPECT_TRUE(SameBits(a.field.data(), b.field.data(), a.field.size() * sizeof(float))) << what;
       EXPECT_TRUE(SameBits(a.memory_planes.data(), b.memory_planes.data(), a.memory_planes.size() * sizeof(float)))
@@ -95,6 +106,17 @@ TEST(FieldPass, ALongPlaneReadFromTheFieldComputesWhatItsPaddedCopyComputes) {
   for (const FieldShape shape : {FieldShape{16, 8, 32, 16}, FieldShape{32, 8, 16, 64}, FieldShape::Default()}) {
     ASSERT_EQ(cpu::SlabPlanes(shape), 1) << shape.nx << "x" << shape.ny << "x" << shape.nz;
     ExpectSameBitsInSlabsOf(shape, 1, 2);
+  }
+}
+
+TEST(FieldPass, WritingTheNewFieldPastTheCachesWritesTheSameBits) {
+  // The default field (rows of 32, every chunk a line pair), rows of 16 (each a line), and of 8
+  // and 12 (rows that start lines only every so often, the rest written as usual), in slabs of
+  // one plane and of several.
+  for (const FieldShape shape : {FieldShape::Default(), FieldShape{32, 16, 8, 16}, FieldShape::Tiny(),
+                                 FieldShape{16, 12, 8, 12}}) {
+    ExpectSameBitsInSlabsOf(shape, 1, 1, /*stream_b=*/true);
+    ExpectSameBitsInSlabsOf(shape, 1, cpu::SlabPlanes(shape) > 1 ? cpu::SlabPlanes(shape) : 2, /*stream_b=*/true);
   }
 }
 
