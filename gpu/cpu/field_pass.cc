@@ -15,11 +15,11 @@ namespace {
 // Per-voxel terms of a slab (SlabScratch::terms): 4 group means, memory coupling per r (4),
 // evolve gain (0.9 lam), k, eta per r (4 each), activity sums per r (4 each of |F|, F, F^2, quiet
 // count), A_g of the new field (4), the sum of the memory channels (then its mean's tanh), the
-// recalled pattern of one memory channel.
+// recalled pattern of one memory channel, and that channel's new slab when the pass streams.
 constexpr int kGroupMean = 0, kCoupling = 4, kGain = 8, kRate = 12, kEta = 16;
 constexpr int kActAbs = 20, kActSum = 24, kActSq = 28, kActQuiet = 32, kNewGroup = 36;
-constexpr int kMemSum = 40, kPattern = 41;
-constexpr int kTerms = 42;
+constexpr int kMemSum = 40, kPattern = 41, kMemNew = 42;
+constexpr int kTerms = 43;
 
 // The loops below are small functions with __restrict parameters: that is where GCC trusts
 // restrict, and it lets every one of them vectorise. Each runs over the whole slab (rows of a
@@ -543,7 +543,8 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
   // Memory channels, which also sum F_t's memory channels for the coupling. Each channel's plane
   // of the next slab is first read as a stencil's x + 1 neighbour, so the stencils ask for the
   // next channel's ahead (stencil's `next`), and the first's before them. Their new planes are
-  // read back at once for the memory planes, so they are never streamed (SlabJob::stream_out).
+  // read back at once for the memory planes, so a streamed pass writes each to the scratch first
+  // (a streamed line read back would come from memory) and streams it from there.
   const int memory_end = content + memory;
   if constexpr (!kYBorders) Prefetch(slab(F, content, std::min(x0 + 1, sh.nx - 1)), YZ);
   float* mem_sum = s.terms(kMemSum);
@@ -559,7 +560,7 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
         LerpRows(s.pattern_x_.data(), s.y_axes_.data(), Y, Z, pattern + t * YZ);
       }
     }
-    float* dst = out + sh.index(ch, x0, 0, 0);
+    float* dst = job.stream_out ? s.terms(kMemNew) : out + sh.index(ch, x0, 0, 0);
     MemorySlab<kYBorders>(stencil(ch, ch + 1 < memory_end ? ch + 1 : 0), job.pattern_active, j == 0,
                           s.terms(kGain + r), s.terms(kRate + r), s.terms(kGroupMean + j % kContentGroups), pattern,
                           mem_sum, dst, n);
@@ -572,6 +573,7 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
         for (int k = 0; k < Z / 4; ++k)
           cells[k] = columns[4 * k] + columns[4 * k + 1] + columns[4 * k + 2] + columns[4 * k + 3];
       }
+    if (job.stream_out) StreamCopy(out + sh.index(ch, x0, 0, 0), dst, n);
   }
   MemoryTanh(mem_sum, inv_mem, n);
   for (int r = 0; r < q; ++r) Coupling(slab(F, sh.dyn_channel(DynamicsQuarter::kCoupling, r), x0), mem_sum, s.terms(kCoupling + r), n);

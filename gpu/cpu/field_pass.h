@@ -46,9 +46,9 @@ struct SlabJob {
   float* memory_plane;
   // Each plane's share of the summary of F_t+1, one per plane, written whole.
   PlanePool* plane_pools;
-  // Write the content and dynamics channels of F_t+1 past the caches (streaming_store.h), for a
-  // batch whose fields do not fit the last-level cache; the values are the same either way.
-  // Lines of field_out that are not kStreamAlign-aligned are written as usual.
+  // Write F_t+1 past the caches (streaming_store.h), for a batch whose fields do not fit the
+  // last-level cache; the values are the same either way. Lines of field_out that do not start
+  // at kStreamAlign are written as usual.
   bool stream_out = false;
 };
 

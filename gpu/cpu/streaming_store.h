@@ -34,6 +34,16 @@ template <int kCount>
 #endif
 }
 
+// dst[0, n) = src[0, n): the lines of dst that start at kStreamAlign written past the caches, the
+// rest as usual.
+inline void StreamCopy(float* __restrict dst, const float* __restrict src, int n) {
+  constexpr int kLine = 16;
+  int i = 0;
+  for (; i < n && !StreamAligned(dst + i); ++i) dst[i] = src[i];
+  for (; i + kLine <= n; i += kLine) StreamFloats<kLine>(dst + i, src + i);
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
 // Orders the streamed stores before whatever this thread stores next (the engine's barrier that
 // hands the new field to the next step): they are weakly ordered, unlike ordinary ones.
 inline void StreamFence() {
