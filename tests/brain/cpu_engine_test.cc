@@ -73,8 +73,9 @@ TEST(CpuEngine, RobotOutputsDoNotDependOnTheBatch) {
 // Robots with different sensor counts (so different imprint sites) in one batch on one thread,
 // which walks them with the same scratch: each computes what it computes alone. On the tiny
 // field a robot's whole field is one slab, whose imprint runs a robot with the same sites reuses;
-// on the default field five robots' fields, old and new (80 MiB), outgrow a last-level cache of
-// up to 80 MiB, so the batch writes its new fields past the cache, and one robot alone does not.
+// on the default field five robots' fields, old and new (80 MiB), outgrow three quarters of a
+// last-level cache of up to 106 MiB, so the batch writes its new fields past the cache, and one
+// robot alone (16 MiB) does not where the cache holds 22 MiB or more.
 TEST(CpuEngine, RobotsWithDifferentSensorsShareABatchAsIfAlone) {
   const std::vector<int> sensors = {12, 5, 12, 30, 5};
   for (const FieldShape& shape : {FieldShape::Tiny(), FieldShape::Small(), FieldShape::Default()}) {
