@@ -103,8 +103,10 @@ class CpuBackend final : public EngineBackend {
   std::string device_description() const override {
     const std::optional<int64_t> total = HostMemoryTotal();
     const std::optional<int64_t> available = HostMemoryAvailable();
-    return absl::StrCat(device_, ", ", threads_, " threads, ", total ? FormatBytes(*total) : "unknown",
-                        " memory (", available ? FormatBytes(*available) : "unknown", " available)");
+    return absl::StrCat(device_, ", ", threads_, " threads, ",
+                        cache_bytes_ > 0 ? FormatBytes(cache_bytes_) : "unknown", " last-level cache, ",
+                        total ? FormatBytes(*total) : "unknown", " memory (",
+                        available ? FormatBytes(*available) : "unknown", " available)");
   }
   std::optional<DeviceMemory> device_memory() const override { return std::nullopt; }
   std::span<BatchInputRow> inputs() override { return inputs_; }
