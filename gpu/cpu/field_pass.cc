@@ -281,19 +281,16 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow, bool kStr
   InChunks(begin, end, chunk);
 }
 
-template <bool kFirstOfGroup, bool kYBorders>
+template <bool kFirstOfGroup, bool kYBorders, bool kStream>
 void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gain, const float* rate,
-                 const float* eta, const float* cou, bool stream, float* dst, float* new_group, int n) {
+                 const float* eta, const float* cou, float* dst, float* new_group, int n) {
   auto run = [&](auto with_imprint, int begin, int end) {
     InPieces(begin, end, st.ahead, [&](int piece_begin, int piece_end) {
       BySource(st, n, piece_begin, piece_end, [&](const float* c, int b, int e) {
         WithRowLength<kYBorders>(st.pitch, [&](auto row) {
-          constexpr bool kImprint = decltype(with_imprint)::value;
-          constexpr int kRow = decltype(row)::value;
-          auto content_run = stream ? ContentRun<kImprint, kFirstOfGroup, kYBorders, kRow, true>
-                                    : ContentRun<kImprint, kFirstOfGroup, kYBorders, kRow, false>;
-          content_run(c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
-                      imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
+          ContentRun<decltype(with_imprint)::value, kFirstOfGroup, kYBorders, decltype(row)::value, kStream>(
+              c, st.xm, st.xp, st.z_first, st.z_last, st.y_first, st.y_last, st.pitch, gain, rate,
+              imprint.s_field(), imprint.e_field(), eta, cou, dst, new_group, b, e);
         });
       });
     });
@@ -305,6 +302,14 @@ void ContentSlab(const Stencil& st, const SlabImprint& imprint, const float* gai
   run(std::false_type{}, 0, imprint.begin());
   run(std::true_type{}, imprint.begin(), imprint.end());
   run(std::false_type{}, imprint.end(), n);
+}
+
+// The ContentSlab of a channel: the first of its group starts the group's sum of A_g; a streamed
+// pass writes past the caches. Chosen once a channel, so that the runs inside take no choice.
+template <bool kYBorders>
+auto ContentSlabFor(bool first_of_group, bool stream) {
+  if (stream) return first_of_group ? ContentSlab<true, kYBorders, true> : ContentSlab<false, kYBorders, true>;
+  return first_of_group ? ContentSlab<true, kYBorders, false> : ContentSlab<false, kYBorders, false>;
 }
 
 // Memory channel j: 0.9 F' + 0.05 mean(G) + 0.1 P over the slab, and F_t's memory channels summed
@@ -584,9 +589,9 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
     const int r = ch % q;
     if (!s.imprint_.empty()) s.imprint_.Fill(p, job.sensors, job.errors, ch);
     float* new_group = s.terms(kNewGroup + ch / gs);
-    auto run = ch % gs == 0 ? ContentSlab<true, kYBorders> : ContentSlab<false, kYBorders>;
+    auto run = ContentSlabFor<kYBorders>(ch % gs == 0, job.stream_out);
     run(stencil(ch, ch + 1 < content ? ch + 1 : -1), s.imprint_, s.terms(kGain + r), s.terms(kRate + r),
-        s.terms(kEta + r), s.terms(kCoupling + r), job.stream_out, out + sh.index(ch, x0, 0, 0), new_group, n);
+        s.terms(kEta + r), s.terms(kCoupling + r), out + sh.index(ch, x0, 0, 0), new_group, n);
   }
 
   // Dynamics channels: D <- 0.95 D + 0.05 U(local activity).
