@@ -607,9 +607,9 @@ void EvolveSlabOf(const SlabJob& job, SlabScratch& s) {
                 *a_quiet = s.terms(kActQuiet + r);
     InPieces(0, n, ahead, [&](int b, int e) {
       auto dynamics = [&](auto quarter) {
-        auto slab = job.stream_out ? DynamicsSlab<decltype(quarter)::value, true>
-                                   : DynamicsSlab<decltype(quarter)::value, false>;
-        slab(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, e - b);
+        auto dynamics_slab = job.stream_out ? DynamicsSlab<decltype(quarter)::value, true>
+                                            : DynamicsSlab<decltype(quarter)::value, false>;
+        dynamics_slab(f + b, a_abs + b, a_sum + b, a_sq + b, a_quiet + b, per_r, dst + b, e - b);
       };
       using Q = DynamicsQuarter;
       switch (sh.quarter_of(d)) {
