@@ -258,14 +258,16 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow, bool kStr
     for (int i = 0; i < m; ++i)
       argument[i] = ArgumentAt<kYBorders, kRow>(c, xm, xp, z_first, z_last, y_first, y_last, pitch, gain, rate, b + i, i);
     for (int i = 0; i < m; ++i) argument[i] = model::evolve_core_of(argument[i]);
+    auto next_at = [&](int v, float evolved) {
+      const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
+      return model::content_next(evolved, imprint, cou[v]);
+    };
     if constexpr (kStream && std::is_same_v<decltype(count), std::integral_constant<int, kChunk>>) {
       if (StreamAligned(dst + b)) {  // rows of 16 floats or more start lines; shorter ones may not
         float next[kChunk];
         for (int i = 0; i < kChunk; ++i) {
-          const int v = b + i;
-          const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
-          next[i] = model::content_next(argument[i], imprint, cou[v]);
-          new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + next[i];
+          next[i] = next_at(b + i, argument[i]);
+          new_group[b + i] = (kFirstOfGroup ? 0.0f : new_group[b + i]) + next[i];
         }
         StreamFloats<kChunk>(dst + b, next);
         return;
@@ -273,8 +275,7 @@ template <bool kImprint, bool kFirstOfGroup, bool kYBorders, int kRow, bool kStr
     }
     for (int i = 0; i < m; ++i) {
       const int v = b + i;
-      const float imprint = kImprint ? model::imprint_term(s_field[v], e_field[v], eta[v]) : 0.0f;
-      dst[v] = model::content_next(argument[i], imprint, cou[v]);
+      dst[v] = next_at(v, argument[i]);
       new_group[v] = (kFirstOfGroup ? 0.0f : new_group[v]) + dst[v];
     }
   };
@@ -398,11 +399,12 @@ void DynamicsSlab(const float* __restrict f, const float* __restrict a_abs, cons
   int v = 0;
   if constexpr (kStream) {
     constexpr int kLine = 16;
-    for (; v + kLine <= n && StreamAligned(dst + v); v += kLine) {
-      float line[kLine];
-      for (int i = 0; i < kLine; ++i) line[i] = next(v + i);
-      StreamFloats<kLine>(dst + v, line);
-    }
+    if (StreamAligned(dst))  // planes start lines (their sides are multiples of 4), and so do pieces of them
+      for (; v + kLine <= n; v += kLine) {
+        float line[kLine];
+        for (int i = 0; i < kLine; ++i) line[i] = next(v + i);
+        StreamFloats<kLine>(dst + v, line);
+      }
   }
   for (; v < n; ++v) dst[v] = next(v);
 }
