@@ -13,7 +13,8 @@
 // on a GPU a thousand brains run in one batch. On a CPU, --field=tiny runs about five times faster
 // for screening: the driver's rules are the same, the field that feeds the prediction, the memory
 // and (in a newborn's first seconds) the motors is smaller. Each bad car's blocked ticks are printed
-// by 1000-tick window, so a car that went bad late is told from one that never learnt.
+// by 1000-tick window, so a car that went bad late is told from one that never learnt, and each
+// group's last-1000 figures beside the baseline's, so a group that misses "beats" shows by how much.
 //
 //   driving-survey --first_room=9541 --rooms=64 --brain_seeds=1,101,201,301 --engine=cpu
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/tools/sim_robot.h"
@@ -128,20 +130,24 @@ void PrintPolicy(const std::string& name, const std::vector<CarFigures>& cars, C
 }
 
 // The four conditions on one group of a seed set, against the baseline's cars on the same
-// rooms (every draw); the names of those it fails.
-std::vector<std::string> FailedConditions(const CarFigures* brain, size_t n, const std::vector<const CarFigures*>& baseline) {
-  const Means b = MeansOf(brain, n);
-  double base_reward = 0, base_blocked = 0;
-  for (const CarFigures* c : baseline) {
-    base_reward += c->last_1000.reward_per_tick_last / double(baseline.size());
-    base_blocked += c->last_1000.blocked_per_1000_last / double(baseline.size());
-  }
+// rooms (every draw): the names of those it fails, and the last-1000 figures "beats" compares.
+struct GroupVerdict {
   std::vector<std::string> failed;
-  if (!(b.reward_last2k > b.reward_first2k && b.blocked_last2k < b.blocked_first2k)) failed.push_back("improves");
-  if (!(b.reward > 0 && b.worst > -0.005)) failed.push_back("drives");
-  if (!(b.reward > base_reward && b.blocked < base_blocked)) failed.push_back("beats");
-  if (b.longest_run > 250) failed.push_back("stops");
-  return failed;
+  double reward = 0, blocked = 0;            // the brain's cars' means
+  double base_reward = 0, base_blocked = 0;  // the baseline's, over every draw
+};
+GroupVerdict JudgeGroup(const CarFigures* brain, size_t n, const std::vector<const CarFigures*>& baseline) {
+  const Means b = MeansOf(brain, n);
+  GroupVerdict v{.failed = {}, .reward = b.reward, .blocked = b.blocked};
+  for (const CarFigures* c : baseline) {
+    v.base_reward += c->last_1000.reward_per_tick_last / double(baseline.size());
+    v.base_blocked += c->last_1000.blocked_per_1000_last / double(baseline.size());
+  }
+  if (!(b.reward_last2k > b.reward_first2k && b.blocked_last2k < b.blocked_first2k)) v.failed.push_back("improves");
+  if (!(b.reward > 0 && b.worst > -0.005)) v.failed.push_back("drives");
+  if (!(b.reward > v.base_reward && b.blocked < v.base_blocked)) v.failed.push_back("beats");
+  if (b.longest_run > 250) v.failed.push_back("stops");
+  return v;
 }
 
 std::vector<uint64_t> ParseSeeds(const std::string& text, bool& ok) {
@@ -242,16 +248,21 @@ int Run() {
     PrintPolicy("brain seeds " + std::to_string(seed_sets[s]) + "-" + std::to_string(seed_sets[s] + uint64_t(rooms) - 1),
                 set_cars, lines);
     int met = 0;
-    std::vector<std::string> verdicts;
+    std::vector<std::string> verdicts, lines_of_groups;
     for (int g = 0; g < rooms; g += group) {
       std::vector<const CarFigures*> base;
       for (const auto& one : baseline)
         for (int i = g; i < g + group; ++i) base.push_back(&one[size_t(i)]);
-      const std::vector<std::string> failed = FailedConditions(set + g, size_t(group), base);
-      met += failed.empty() ? 1 : 0;
-      verdicts.push_back(failed.empty() ? "ok" : absl::StrJoin(failed, "+"));
+      const GroupVerdict v = JudgeGroup(set + g, size_t(group), base);
+      met += v.failed.empty() ? 1 : 0;
+      const std::string verdict = v.failed.empty() ? "ok" : absl::StrJoin(v.failed, "+");
+      verdicts.push_back(verdict);
+      lines_of_groups.push_back(absl::StrFormat("      rooms %d-%d: last 1000 %+.4f %5.1f, baseline %+.4f %5.1f  %s",
+                                                first_room + uint64_t(g), first_room + uint64_t(g + group - 1),
+                                                v.reward, v.blocked, v.base_reward, v.base_blocked, verdict));
     }
     std::printf("    groups meeting every condition: %d of %d  [%s]\n", met, rooms / group, absl::StrJoin(verdicts, " ").c_str());
+    for (const std::string& line : lines_of_groups) std::printf("%s\n", line.c_str());
     met_total += met;
     groups_total += rooms / group;
     bad_total += MeansOf(set, size_t(rooms)).bad;
