@@ -9,7 +9,10 @@
 // thread (measured earlier in the run) divided by the threads, 1 or less meaning the work splits
 // across cores with nothing lost; and `of_copies`: the same over independent one-robot,
 // one-thread engines running on every core at once, which is what the machine's cores give
-// together (they share caches, memory and clocks).
+// together (they share caches, memory and clocks). A batch on one thread prints `of_alone`: its
+// time per robot-cycle over one robot's on one thread, the part of `of_split` that comes from the
+// batch itself (robots' fields and state that no longer stay in the caches from cycle to cycle)
+// rather than from the second core.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -181,8 +184,12 @@ void BM_CpuCycle(benchmark::State& state) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() / double(state.iterations());
   const double per_robot_s = batch_s / double(robots);
   if (robots == 1 && config.threads == 1) OneRobotOneThread()[int(state.range(0))] = per_robot_s;
-  if (auto it = OneRobotOneThread().find(int(state.range(0))); config.threads > 1 && it != OneRobotOneThread().end())
-    state.counters["of_split"] = benchmark::Counter(per_robot_s / (it->second / double(config.threads)));
+  if (auto it = OneRobotOneThread().find(int(state.range(0))); it != OneRobotOneThread().end()) {
+    if (config.threads > 1)
+      state.counters["of_split"] = benchmark::Counter(per_robot_s / (it->second / double(config.threads)));
+    else if (robots > 1)
+      state.counters["of_alone"] = benchmark::Counter(per_robot_s / it->second);
+  }
   if (config.threads > 1) {
     if (const double copies_s = IndependentCopiesSeconds(shape, config.threads); copies_s > 0.0)
       state.counters["of_copies"] = benchmark::Counter(per_robot_s / copies_s);
