@@ -133,12 +133,12 @@ void PrintPolicy(const std::string& name, const std::vector<CarFigures>& cars, C
 // rooms (every draw): the names of those it fails, and the last-1000 figures "beats" compares.
 struct GroupVerdict {
   std::vector<std::string> failed;
-  double reward = 0, blocked = 0;            // the brain's cars' means
-  double base_reward = 0, base_blocked = 0;  // the baseline's, over every draw
+  Means brain;                               // the group's cars
+  double base_reward = 0, base_blocked = 0;  // the baseline's last 1000, over every draw
 };
 GroupVerdict JudgeGroup(const CarFigures* brain, size_t n, const std::vector<const CarFigures*>& baseline) {
-  const Means b = MeansOf(brain, n);
-  GroupVerdict v{.failed = {}, .reward = b.reward, .blocked = b.blocked};
+  GroupVerdict v{.failed = {}, .brain = MeansOf(brain, n)};
+  const Means& b = v.brain;
   for (const CarFigures* c : baseline) {
     v.base_reward += c->last_1000.reward_per_tick_last / double(baseline.size());
     v.base_blocked += c->last_1000.blocked_per_1000_last / double(baseline.size());
@@ -259,7 +259,7 @@ int Run() {
       verdicts.push_back(verdict);
       lines_of_groups.push_back(absl::StrFormat("      rooms %d-%d: last 1000 %+.4f %5.1f, baseline %+.4f %5.1f  %s",
                                                 first_room + uint64_t(g), first_room + uint64_t(g + group - 1),
-                                                v.reward, v.blocked, v.base_reward, v.base_blocked, verdict));
+                                                v.brain.reward, v.brain.blocked, v.base_reward, v.base_blocked, verdict));
     }
     std::printf("    groups meeting every condition: %d of %d  [%s]\n", met, rooms / group, absl::StrJoin(verdicts, " ").c_str());
     for (const std::string& line : lines_of_groups) std::printf("%s\n", line.c_str());
