@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gpu/cpu/cache_aligned.h"
 #include "gpu/cpu/field_pass.h"
 #include "gpu/cpu/robot_steps.h"
 #include "gpu/engine_backend.h"
@@ -243,11 +244,11 @@ class CpuBackend final : public EngineBackend {
   int threads_;
   std::vector<BatchInputRow> inputs_;
   std::vector<BatchOutputRow> outputs_;
-  std::vector<float> errors_;
-  std::vector<PlanePool> plane_pools_;  // per batch row and x plane
-  std::vector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
-  std::vector<float> memory_planes_;  // per batch row and x plane: the pass's memory plane sums
-  std::vector<float> pooled_;  // per slot: the coarse memory channels of its current field
+  CacheAlignedVector<float> errors_;
+  CacheAlignedVector<PlanePool> plane_pools_;  // per batch row and x plane
+  CacheAlignedVector<float> pattern_z_;  // per batch row: the recalled pattern upsampled along z
+  CacheAlignedVector<float> memory_planes_;  // per batch row and x plane: the pass's memory plane sums
+  CacheAlignedVector<float> pooled_;  // per slot: the coarse memory channels of its current field
   std::vector<RecallCosines> last_recall_;  // per slot
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
   int64_t cache_bytes_;  // LastLevelCacheBytes

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "gpu/cpu/cache_aligned.h"
 #include "gpu/cpu/slab_imprint.h"
 #include "gpu/model/field_math.h"
 #include "gpu/model/readout.h"
@@ -64,20 +65,20 @@ class SlabScratch {
   friend void EvolveSlabOf(const SlabJob& job, SlabScratch& s);
   float* terms(int i) { return terms_.data() + size_t(i) * slab_; }
   int slab_;                  // voxels of a slab: planes * ny * nz
-  std::vector<float> terms_;  // per-voxel terms of one slab, slab_ floats each
+  CacheAlignedVector<float> terms_;  // per-voxel terms of one slab, slab_ floats each
   // One channel's slab, padded so that every voxel's neighbours are loads in bounds: a slab of
   // one plane gets a replicated row above and below (its y and z neighbours plain loads, its x
   // neighbours read from the field; of a long plane only the border rows are copied, the inner
   // ones read from the field), a slab of several the planes on either side, replicated at the
   // field's x borders (its x neighbours plain loads, y and z chosen at the borders).
-  std::vector<float> padded_;
+  CacheAlignedVector<float> padded_;
   // Per slab voxel: whether z is 0 / nz - 1; read only for row lengths the runs do not know at
   // compile time (other than 8, 16 and 32: field_pass.cc, WithRowLength).
   std::vector<int> z_first_, z_last_;
   std::vector<int> y_first_, y_last_;  // per slab voxel of a slab of several planes: whether y is 0 / ny - 1
-  std::vector<float> pattern_x_;  // one channel's recalled pattern at one plane's x: [ny/4][nz]
+  CacheAlignedVector<float> pattern_x_;  // one channel's recalled pattern at one plane's x: [ny/4][nz]
   std::vector<model::PatternAxis> y_axes_;  // model::pattern_axis of every y
-  std::vector<float> columns_;    // one coarse y cell's memory rows summed: nz floats
+  CacheAlignedVector<float> columns_;    // one coarse y cell's memory rows summed: nz floats
   SlabImprint imprint_;
 };
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu/cpu/cache_aligned.h"
 #include "gpu/model/field_math.h"
 #include "gpu/model/robot_state.h"
 
@@ -60,10 +61,10 @@ class SlabImprint {
   Prepared prepared_;
   int begin_ = 0, end_ = 0;
   std::vector<Run> runs_;
-  std::vector<float> weights_;  // per run: (2 kImprintRadius + 1) rows of nz weights
+  CacheAlignedVector<float> weights_;  // per run: (2 kImprintRadius + 1) rows of nz weights
   std::array<float, 3 * model::kImprintRadius + 1> decay_;  // imprint_decay of every L1 distance in a window
   std::vector<int> taken_;      // per plane and y: sensors this column has taken (the cap)
-  std::vector<float> s_field_, e_field_;
+  CacheAlignedVector<float> s_field_, e_field_;
 };
 
 }  // namespace fieldbrain::cpu

@@ -2,15 +2,18 @@
 // several x planes, and it must compute bit for bit what those planes compute one at a time; a
 // slab of one long plane reads its inner rows from the field, not from a padded copy, and must
 // compute what a slab of two planes (a padded copy of everything) computes; a pass that writes the
-// new field past the caches (streaming stores) must write what ordinary stores write.
+// new field past the caches (streaming stores) must write what ordinary stores write. The pass's
+// working memory starts on cache lines, whatever its size.
 #include "gpu/cpu/field_pass.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "gpu/cpu/cache_aligned.h"
 #include "gpu/cpu/streaming_store.h"
 #include "gpu/model/field_init.h"
 #include "gpu/robot_params.h"
@@ -31,10 +34,9 @@ PassOutput Pass(const FieldShape& shape, int planes, const RobotParams& params, 
   PassOutput o{std::vector<float>(size_t(shape.floats())),
                std::vector<float>(size_t(shape.nx * cpu::MemoryPlaneFloats(shape))),
                std::vector<cpu::PlanePool>(size_t(shape.nx))};
-  constexpr size_t kAlignFloats = cpu::kStreamAlign / sizeof(float);
-  std::vector<float> out_buffer(size_t(shape.floats()) + kAlignFloats);
+  cpu::CacheAlignedVector<float> out_buffer(size_t(shape.floats()));
   float* out = out_buffer.data();
-  while (!cpu::StreamAligned(out)) ++out;
+  EXPECT_TRUE(cpu::StreamAligned(out));
   cpu::SlabScratch scratch(shape, planes);
   for (int x = 0; x < shape.nx; x += planes) {
     const cpu::SlabJob job{&shape,          x,
@@ -118,6 +120,20 @@ TEST(FieldPass, WritingTheNewFieldPastTheCachesWritesTheSameBits) {
     ExpectSameBitsInSlabsOf(shape, 1, 1, /*stream_b=*/true);
     ExpectSameBitsInSlabsOf(shape, 1, cpu::SlabPlanes(shape) > 1 ? cpu::SlabPlanes(shape) : 2, /*stream_b=*/true);
   }
+}
+
+TEST(FieldPass, WorkingMemoryStartsOnACacheLineAtEverySize) {
+  // Sizes below and above glibc's mmap threshold (128 KiB), odd ones, and a vector that grows
+  // (its storage moves); each would start 16 bytes off a line about three times in four under
+  // plain new.
+  for (const size_t floats : {size_t(1), size_t(3), size_t(17), size_t(1000), size_t(40000), size_t(300001)}) {
+    cpu::CacheAlignedVector<float> v(floats);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % cpu::kCacheLineBytes, 0u) << floats << " floats";
+    v.resize(2 * floats + 5);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % cpu::kCacheLineBytes, 0u) << floats << " floats, grown";
+  }
+  cpu::CacheAlignedVector<cpu::PlanePool> pools(33);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(pools.data()) % cpu::kCacheLineBytes, 0u);
 }
 
 }  // namespace
