@@ -55,6 +55,18 @@ void ForEach(int n, int threads, Body body) {
   for (int i = 0; i < n; ++i) body(i);
 }
 
+// body(t, team) on every thread t of a team of up to `threads` (OpenMP may give fewer), in one
+// parallel region; on one, here (as ForEach, for libgomp's team allocation).
+template <typename Body>
+void OnThreads(int threads, Body body) {
+  if (threads <= 1) {
+    body(0, 1);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  body(omp_get_thread_num(), omp_get_num_threads());
+}
+
 // Bytes of the largest cache of cpu0 (sysfs: the guest's own view, one CCD's L3 on AMD, where
 // glibc's sysconf adds up the socket's); 0 where nothing says, and then nothing is streamed.
 int64_t LastLevelCacheBytes() {
@@ -133,66 +145,26 @@ class CpuBackend final : public EngineBackend {
   absl::Status RunBatch(std::span<const BatchInputRow> rows) override {
     const int n = int(rows.size());
     // Only threads with work worth sharing: a small batch runs on fewer (one tiny-field robot on
-    // one). Each robot's steps stay on one thread through the loops below wherever the two counts
-    // agree (static schedules), so its state stays in that core's cache.
+    // one).
     const int robot_threads = std::clamp(n, 1, threads_);
     const int field_threads =
         int(std::clamp<int64_t>(int64_t(n) * config_.shape.floats() / kFieldFloatsPerThread, 1, threads_));
-    const auto t0 = std::chrono::steady_clock::now();
-
-    ForEach(n, robot_threads, [&](int r) {
-      OpenCycle(*Params(rows[r].slot), *State(rows[r].slot), rows[r].sensors, rows[r].reward,
-                &errors_[size_t(r) * kMaxSensors]);
-    });
-
-    const auto tm = std::chrono::steady_clock::now();
-    ForEach(n, robot_threads, [&](int r) {
-      const int slot = rows[r].slot;
-      MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Pooled(slot), config_.shape,
-                 rows[r].sensors, rows[r].reward, Pattern(slot), last_recall_[size_t(slot)]);
-      if (State(slot)->pattern_active) UpsamplePatternZ(Pattern(slot), config_.shape, PatternZ(r));
-    });
-
-    const auto t1 = std::chrono::steady_clock::now();
-    const int nx = config_.shape.nx, planes = SlabPlanes(config_.shape), slabs = nx / planes;
     // A batch whose fields, old and new, outgrow the cache writes the new ones past it: each is
     // read again only when the batch comes round, from memory either way (streaming_store.h).
     // Three quarters of it, since it holds the scratch, the robots' state and other programs'
     // data too: one default-field robot (16 MiB) keeps its fields in a 32 MiB L3, and its next
     // cycle reads them from there; two measured faster streamed.
     const bool stream_out = cache_bytes_ > 0 && int64_t(n) * 2 * pool_.field_bytes() > cache_bytes_ / 4 * 3;
-    ForEach(n * slabs, field_threads, [&](int job) {
-      const int r = job / slabs, x = job % slabs * planes;
-      const int slot = rows[r].slot;
-      const SlabJob slab{&config_.shape,
-                         x,
-                         planes,
-                         Params(slot),
-                         rows[r].sensors,
-                         &errors_[size_t(r) * kMaxSensors],
-                         Field(pool_.current_buffer(slot)),
-                         PatternZ(r),
-                         State(slot)->pattern_active != 0,
-                         Field(pool_.spare_buffer(r)),
-                         MemoryPlane(r, x),
-                         &plane_pools_[size_t(r) * nx + x],
-                         stream_out};
-      EvolveSlab(slab, *scratch_[omp_get_thread_num()]);
-    });
-
-    const auto t2 = std::chrono::steady_clock::now();
-    ForEach(n, robot_threads, [&](int r) {
-      model::FieldSummary summary;
-      AddPlanePools(&plane_pools_[size_t(r) * nx], config_.shape, summary);
-      PoolFromMemoryPlanes(MemoryPlane(r, 0), config_.shape, Pooled(rows[r].slot));
-      CloseCycle(*Params(rows[r].slot), *State(rows[r].slot), config_.shape, summary, rows[r].sensors,
-                 &errors_[size_t(r) * kMaxSensors], rows[r].reward, outputs_[r]);
-    });
+    StepSeconds seconds;
+    if (robot_threads == field_threads && n % robot_threads == 0)
+      RunRobotsWhole(rows, robot_threads, stream_out, seconds);
+    else
+      RunInSteps(rows, robot_threads, field_threads, stream_out, seconds);
     if (sink_) {
-      sink_->RecordStage(Stage::kPredict, std::chrono::duration<double>(tm - t0).count(), n);
-      sink_->RecordStage(Stage::kMemory, std::chrono::duration<double>(t1 - tm).count(), n);
-      sink_->RecordStage(Stage::kEvolve, std::chrono::duration<double>(t2 - t1).count(), n);
-      sink_->RecordStage(Stage::kMotor, SecondsSince(t2), n);
+      sink_->RecordStage(Stage::kPredict, seconds.open, n);
+      sink_->RecordStage(Stage::kMemory, seconds.memory, n);
+      sink_->RecordStage(Stage::kEvolve, seconds.field, n);
+      sink_->RecordStage(Stage::kMotor, seconds.close, n);
     }
     return absl::OkStatus();
   }
@@ -223,6 +195,97 @@ class CpuBackend final : public EngineBackend {
   }
 
  private:
+  // Where a batch's time went, step by step (the stages it reports).
+  struct StepSeconds {
+    double open = 0, memory = 0, field = 0, close = 0;
+  };
+
+  // The robots divide evenly among the threads: each thread runs its share from the first step
+  // to the last in one parallel region, and nothing waits for anything until the batch ends. An
+  // OpenMP runtime whose workers sleep between regions (the daemon's, server/main.cc) then wakes
+  // them once a batch instead of once a step, which on a virtual machine costs tens of
+  // microseconds a time (docs/benchmarks.md, issue 24's fifteenth session). The steps' times are
+  // thread 0's, its share of each step.
+  void RunRobotsWhole(std::span<const BatchInputRow> rows, int threads, bool stream_out, StepSeconds& seconds) {
+    const int n = int(rows.size()), slabs = config_.shape.nx / SlabPlanes(config_.shape);
+    OnThreads(threads, [&](int t, int team) {
+      const int begin = t * n / team, end = (t + 1) * n / team;
+      auto clock = std::chrono::steady_clock::now();
+      auto lap = [&](double& step) {
+        if (t != 0) return;
+        const auto now = std::chrono::steady_clock::now();
+        step = std::chrono::duration<double>(now - clock).count();
+        clock = now;
+      };
+      for (int r = begin; r < end; ++r) OpenRow(rows[r], r);
+      lap(seconds.open);
+      for (int r = begin; r < end; ++r) MemoryRow(rows[r], r);
+      lap(seconds.memory);
+      for (int r = begin; r < end; ++r)
+        for (int slab = 0; slab < slabs; ++slab) EvolveRowSlab(rows[r], r, slab, stream_out, *scratch_[t]);
+      lap(seconds.field);
+      for (int r = begin; r < end; ++r) CloseRow(rows[r], r);
+      lap(seconds.close);
+    });
+  }
+
+  // Otherwise each step is a parallel loop of its own: the field pass spreads (robot, slab) jobs
+  // over its threads, so a batch of fewer robots than threads, or of robots that do not divide
+  // evenly, still keeps every thread busy. Each robot's steps stay on one thread through the
+  // loops wherever the two thread counts agree (static schedules), so its state stays in that
+  // core's cache.
+  void RunInSteps(std::span<const BatchInputRow> rows, int robot_threads, int field_threads, bool stream_out,
+                  StepSeconds& seconds) {
+    const int n = int(rows.size()), slabs = config_.shape.nx / SlabPlanes(config_.shape);
+    const auto t0 = std::chrono::steady_clock::now();
+    ForEach(n, robot_threads, [&](int r) { OpenRow(rows[r], r); });
+    const auto t1 = std::chrono::steady_clock::now();
+    ForEach(n, robot_threads, [&](int r) { MemoryRow(rows[r], r); });
+    const auto t2 = std::chrono::steady_clock::now();
+    ForEach(n * slabs, field_threads, [&](int job) {
+      EvolveRowSlab(rows[job / slabs], job / slabs, job % slabs, stream_out, *scratch_[omp_get_thread_num()]);
+    });
+    const auto t3 = std::chrono::steady_clock::now();
+    ForEach(n, robot_threads, [&](int r) { CloseRow(rows[r], r); });
+    seconds = {std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
+               std::chrono::duration<double>(t3 - t2).count(), SecondsSince(t3)};
+  }
+
+  // The steps of batch row r, in the order a cycle takes them.
+  void OpenRow(const BatchInputRow& row, int r) {
+    OpenCycle(*Params(row.slot), *State(row.slot), row.sensors, row.reward, &errors_[size_t(r) * kMaxSensors]);
+  }
+  void MemoryRow(const BatchInputRow& row, int r) {
+    const int slot = row.slot;
+    MemoryStep(*Params(slot), *State(slot), *Memory(slot), MemoryPatterns(slot), Pooled(slot), config_.shape,
+               row.sensors, row.reward, Pattern(slot), last_recall_[size_t(slot)]);
+    if (State(slot)->pattern_active) UpsamplePatternZ(Pattern(slot), config_.shape, PatternZ(r));
+  }
+  void EvolveRowSlab(const BatchInputRow& row, int r, int slab, bool stream_out, SlabScratch& scratch) {
+    const int slot = row.slot, planes = SlabPlanes(config_.shape), x = slab * planes;
+    const SlabJob job{&config_.shape,
+                      x,
+                      planes,
+                      Params(slot),
+                      row.sensors,
+                      &errors_[size_t(r) * kMaxSensors],
+                      Field(pool_.current_buffer(slot)),
+                      PatternZ(r),
+                      State(slot)->pattern_active != 0,
+                      Field(pool_.spare_buffer(r)),
+                      MemoryPlane(r, x),
+                      &plane_pools_[size_t(r) * config_.shape.nx + x],
+                      stream_out};
+    EvolveSlab(job, scratch);
+  }
+  void CloseRow(const BatchInputRow& row, int r) {
+    model::FieldSummary summary;
+    AddPlanePools(&plane_pools_[size_t(r) * config_.shape.nx], config_.shape, summary);
+    PoolFromMemoryPlanes(MemoryPlane(r, 0), config_.shape, Pooled(row.slot));
+    CloseCycle(*Params(row.slot), *State(row.slot), config_.shape, summary, row.sensors,
+               &errors_[size_t(r) * kMaxSensors], row.reward, outputs_[r]);
+  }
+
   float* Field(int buffer) { return reinterpret_cast<float*>(block_.get() + pool_.field_offset(buffer)); }
   float* Pattern(int slot) { return reinterpret_cast<float*>(block_.get() + pool_.pattern_offset(slot)); }
   RobotParams* Params(int slot) { return reinterpret_cast<RobotParams*>(block_.get() + pool_.params_offset(slot)); }

@@ -70,6 +70,46 @@ TEST(CpuEngine, RobotOutputsDoNotDependOnTheBatch) {
   }
 }
 
+// A batch runs in one of two schedules (cpu_engine.cc): robots that divide evenly among the
+// threads run whole, each on one thread, in one parallel region; other batches run step by step,
+// the field pass's slabs spread over the threads. Batches of 1 to 5 robots on 2 and 3 threads
+// take both (and a batch of one robot on more threads than robots), and each robot computes what
+// it computes alone on one thread, to the bit, field included.
+TEST(CpuEngine, EitherScheduleComputesWhatEachRobotComputesAlone) {
+  constexpr int kCycles = 12;
+  for (const int threads : {2, 3}) {
+    for (int robots = 1; robots <= 5; ++robots) {
+      BrainRig crowd(FieldShape::Small(), robots, threads);
+      std::vector<std::unique_ptr<BrainRig>> alone;
+      std::vector<std::vector<std::vector<float>>> frames;
+      for (int i = 0; i < robots; ++i) {
+        const BrainSpec spec{uint64_t(60 + i), 12, 4};
+        crowd.Add(spec);
+        alone.push_back(std::make_unique<BrainRig>(FieldShape::Small(), 1, 1));
+        alone.back()->Add(spec);
+        frames.push_back(RandomFrames(kCycles, 12, unsigned(30 + i)));
+      }
+      std::vector<int> order(static_cast<size_t>(robots));
+      for (int i = 0; i < robots; ++i) order[size_t(i)] = i;
+      for (int t = 0; t < kCycles; ++t) {
+        std::vector<std::vector<float>> in;
+        for (int i = 0; i < robots; ++i) in.push_back(frames[size_t(i)][size_t(t)]);
+        const auto outs = crowd.Step(order, in, std::vector<float>(size_t(robots), t % 3 ? 0.3f : -0.7f));
+        for (int i = 0; i < robots; ++i)
+          ASSERT_TRUE(SameBits(alone[size_t(i)]->Step1(0, frames[size_t(i)][size_t(t)], t % 3 ? 0.3f : -0.7f),
+                               outs[size_t(i)]))
+              << robots << " robots on " << threads << " threads, robot " << i << ", cycle " << t;
+      }
+      for (int i = 0; i < robots; ++i) {
+        const BrainSnapshot a = *alone[size_t(i)]->engine().Snapshot(alone[size_t(i)]->slot(0));
+        const BrainSnapshot b = *crowd.engine().Snapshot(crowd.slot(i));
+        EXPECT_EQ(std::memcmp(a.field.data(), b.field.data(), a.field.size() * sizeof(float)), 0)
+            << robots << " robots on " << threads << " threads, robot " << i;
+      }
+    }
+  }
+}
+
 // Robots with different sensor counts (so different imprint sites) in one batch on one thread,
 // which walks them with the same scratch: each computes what it computes alone. On the tiny
 // field a robot's whole field is one slab, whose imprint runs a robot with the same sites reuses;
