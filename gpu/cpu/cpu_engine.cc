@@ -105,6 +105,7 @@ class CpuBackend final : public EngineBackend {
         memory_planes_(size_t(config.max_batch) * size_t(config.shape.nx) * size_t(MemoryPlaneFloats(config.shape))),
         pooled_(size_t(config.max_robots) * size_t(config.shape.memory()) * size_t(config.shape.coarse_voxels())),
         last_recall_(size_t(config.max_robots)),
+        slab_planes_(SlabPlanes(config.shape)),
         cache_bytes_(LastLevelCacheBytes()),
         device_(CpuModelName()) {
     scratch_.reserve(threads_);
@@ -207,7 +208,7 @@ class CpuBackend final : public EngineBackend {
   // microseconds a time (docs/benchmarks.md, issue 24's fifteenth session). The steps' times are
   // thread 0's, its share of each step.
   void RunRobotsWhole(std::span<const BatchInputRow> rows, int threads, bool stream_out, StepSeconds& seconds) {
-    const int n = int(rows.size()), slabs = config_.shape.nx / SlabPlanes(config_.shape);
+    const int n = int(rows.size()), slabs = config_.shape.nx / slab_planes_;
     OnThreads(threads, [&](int t, int team) {
       const int begin = t * n / team, end = (t + 1) * n / team;
       auto clock = std::chrono::steady_clock::now();
@@ -236,7 +237,7 @@ class CpuBackend final : public EngineBackend {
   // core's cache.
   void RunInSteps(std::span<const BatchInputRow> rows, int robot_threads, int field_threads, bool stream_out,
                   StepSeconds& seconds) {
-    const int n = int(rows.size()), slabs = config_.shape.nx / SlabPlanes(config_.shape);
+    const int n = int(rows.size()), slabs = config_.shape.nx / slab_planes_;
     const auto t0 = std::chrono::steady_clock::now();
     ForEach(n, robot_threads, [&](int r) { OpenRow(rows[r], r); });
     const auto t1 = std::chrono::steady_clock::now();
@@ -262,10 +263,10 @@ class CpuBackend final : public EngineBackend {
     if (State(slot)->pattern_active) UpsamplePatternZ(Pattern(slot), config_.shape, PatternZ(r));
   }
   void EvolveRowSlab(const BatchInputRow& row, int r, int slab, bool stream_out, SlabScratch& scratch) {
-    const int slot = row.slot, planes = SlabPlanes(config_.shape), x = slab * planes;
+    const int slot = row.slot, x = slab * slab_planes_;
     const SlabJob job{&config_.shape,
                       x,
-                      planes,
+                      slab_planes_,
                       Params(slot),
                       row.sensors,
                       &errors_[size_t(r) * kMaxSensors],
@@ -314,6 +315,7 @@ class CpuBackend final : public EngineBackend {
   CacheAlignedVector<float> pooled_;  // per slot: the coarse memory channels of its current field
   std::vector<RecallCosines> last_recall_;  // per slot
   std::vector<std::unique_ptr<SlabScratch>> scratch_;
+  int slab_planes_;  // SlabPlanes of the shape: x planes per field-pass job
   int64_t cache_bytes_;  // LastLevelCacheBytes
   std::string device_;
   StageTimingSink* sink_ = nullptr;
